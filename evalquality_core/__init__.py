@@ -1,0 +1,39 @@
+"""eval-quality for Python: the pure domain library (no Prefect) and the ``eval-quality`` CLI.
+
+Stages are pure functions from artifacts to an artifact, raising ``StructuralFailure`` or
+``RuntimeFault``. Only ``adapters/`` and ``cli/`` touch processes and files.
+"""
+
+from evalquality_core.canonical import (
+    canonical_bytes,
+    digest_artifact,
+    digest_bytes,
+    digest_composite,
+    digest_directory,
+    digest_json,
+    scan_json,
+    serialize_artifact,
+)
+from evalquality_core.faults import (
+    FAILURE_CODES,
+    RUNTIME_FAULT_CODES,
+    AggregationRefusal,
+    RuntimeFault,
+    StructuralFailure,
+)
+
+__all__ = [
+    "FAILURE_CODES",
+    "RUNTIME_FAULT_CODES",
+    "AggregationRefusal",
+    "RuntimeFault",
+    "StructuralFailure",
+    "canonical_bytes",
+    "digest_artifact",
+    "digest_bytes",
+    "digest_composite",
+    "digest_directory",
+    "digest_json",
+    "scan_json",
+    "serialize_artifact",
+]

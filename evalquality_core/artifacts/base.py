@@ -1,0 +1,140 @@
+"""Shared model configuration, identifier and digest types, the lineage header, and the reader.
+
+artifacts.md §2.0: every object is strict (unknown keys refused), every key required (optional is an
+explicit ``null``), no defaults. Python attributes are snake_case; the wire names are the spec's
+camelCase through aliases. ``read_artifact`` is the one entry point for untrusted documents: it
+checks the ``schemaVersion`` stamp *before* the shape (``schema-version-mismatch``), then validates
+(``schema-parse-failure`` naming the first offending path).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic.alias_generators import to_camel
+
+from evalquality_core.canonical.json import check_value_domain
+from evalquality_core.faults import RuntimeFault
+from evalquality_core.registries import DIGEST_PATTERN, SLUG_PATTERN
+
+Slug = Annotated[str, Field(pattern=SLUG_PATTERN)]
+Digest = Annotated[str, Field(pattern=DIGEST_PATTERN)]
+BehaviorId = Annotated[str, Field(pattern=r"^B-[0-9]{3,}$")]
+OracleId = Annotated[str, Field(pattern=r"^O-[0-9]{3,}$")]
+WaiverId = Annotated[str, Field(pattern=r"^W-[0-9]{3,}$")]
+RubricId = Annotated[str, Field(pattern=r"^R-[0-9]{3,}$")]
+CriterionId = Annotated[str, Field(pattern=r"^RC-[0-9]{3,}$")]
+ProbeId = Annotated[str, Field(pattern=r"^P-[0-9]{3,}$")]
+DefectId = Annotated[str, Field(pattern=r"^D-[0-9]{3,}$")]
+FindingId = Annotated[str, Field(pattern=r"^F-[0-9]{3,}$")]
+NonNegativeInt = Annotated[int, Field(ge=0, le=2**53 - 1)]
+SchemaVersionInt = Annotated[int, Field(ge=1, le=2**53 - 1)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+UnsignedDecimal = Annotated[str, Field(pattern=r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")]
+PositiveDecimal = Annotated[str, Field(pattern=r"^([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)$")]
+#: RFC 3339 UTC timestamp with ``Z`` (calendar validity is checked by the schema regex in the reference;
+#: we check the shape here and leave calendar validation to the model that needs it).
+Timestamp = Annotated[
+    str,
+    Field(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]+)?)?Z$"),
+]
+
+__all__ = [
+    "ArtifactModel",
+    "BehaviorId",
+    "CriterionId",
+    "DefectId",
+    "Digest",
+    "FindingId",
+    "JsonValue",
+    "LineageArtifact",
+    "NonEmptyStr",
+    "NonNegativeInt",
+    "OracleId",
+    "PositiveDecimal",
+    "ProbeId",
+    "RubricId",
+    "SchemaVersionInt",
+    "Slug",
+    "Timestamp",
+    "UnsignedDecimal",
+    "WaiverId",
+    "read_artifact",
+    "to_wire",
+]
+
+
+class ArtifactModel(BaseModel):
+    """Base of every artifact model and sub-object: frozen, strict keys, camelCase on the wire."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        strict=True,
+    )
+
+
+class LineageArtifact(ArtifactModel):
+    """The AD-11/AD-29 lineage header carried by every artifact except ArtifactReference.
+
+    Subclasses set ``ACCEPTED_SCHEMA_VERSIONS`` (what we read) and ``WRITTEN_SCHEMA_VERSION`` (the
+    newest of those, what we write) and ``ARTIFACT_NAME`` (used in fault paths and schema file names).
+    """
+
+    ARTIFACT_NAME: ClassVar[str] = "Artifact"
+    ACCEPTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = ()
+    WRITTEN_SCHEMA_VERSION: ClassVar[int] = 0
+
+    schema_version: SchemaVersionInt
+    parent_digest: Digest | None
+    revision_count: NonNegativeInt
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _error_path(root: str, loc: tuple[int | str, ...]) -> str:
+    path = root
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -> M:
+    """Validate an untrusted JSON value as ``model``.
+
+    Raises ``schema-version-mismatch`` when the model is a lineage artifact and the stamp is not one
+    it reads (checked before the shape), ``non-canonicalizable-value`` outside the AD-36 domain, and
+    ``schema-parse-failure`` naming the first failing path otherwise.
+    """
+    root = artifact_path or getattr(model, "ARTIFACT_NAME", model.__name__)
+    if issubclass(model, LineageArtifact) and model.ACCEPTED_SCHEMA_VERSIONS:
+        if not isinstance(data, dict):
+            raise RuntimeFault("schema-parse-failure", root, f"expected an object, got {type(data).__name__}")
+        stamp = data.get("schemaVersion")
+        if stamp not in model.ACCEPTED_SCHEMA_VERSIONS or isinstance(stamp, bool):
+            accepted = ", ".join(str(v) for v in model.ACCEPTED_SCHEMA_VERSIONS)
+            raise RuntimeFault(
+                "schema-version-mismatch",
+                f"{root}.schemaVersion",
+                f"schemaVersion {stamp!r} is not one we read ({accepted})",
+            )
+    check_value_domain(data, root)
+    try:
+        return model.model_validate(data, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise RuntimeFault(
+            "schema-parse-failure",
+            _error_path(root, tuple(first["loc"])),
+            f"{first['msg']}{more}",
+        ) from None
+
+
+def to_wire(model: BaseModel) -> Any:
+    """The JSON value of a model as it goes on the wire (aliases, explicit nulls kept)."""
+    return model.model_dump(mode="json", by_alias=True)

@@ -1,0 +1,65 @@
+"""``sha256:<hex>`` digests (artifacts.md §1.3): artifact, bytes, raw JSON, composite, directory.
+
+A composite or directory digest is the artifact digest of a tagged object, never a concatenation of
+strings, so two different field sets can never collide by juxtaposition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from evalquality_core.canonical.json import canonical_bytes, scan_json
+from evalquality_core.registries import COMPOSITE_PROTOCOL, DIGEST_PATTERN, DIRECTORY_PROTOCOL
+
+_DIGEST_RE = re.compile(DIGEST_PATTERN)
+
+
+def digest_bytes(data: bytes) -> str:
+    """``sha256:`` + hex of the raw bytes, with no canonicalization."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest_artifact(value: Any) -> str:
+    """The artifact digest: SHA-256 over the RFC 8785 bytes of ``value`` (no trailing newline)."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", by_alias=True)
+    return digest_bytes(canonical_bytes(value))
+
+
+def digest_json(data: bytes | str) -> str:
+    """Scan raw JSON strictly (duplicate keys refused) and digest the parsed value."""
+    return digest_artifact(scan_json(data))
+
+
+def digest_composite(fields: Mapping[str, Any]) -> str:
+    """Digest of ``{"protocol": "eval-quality/composite/v1", **fields}``; fields non-empty, no ``protocol``."""
+    if not fields:
+        raise ValueError("a composite digest needs at least one field")
+    if "protocol" in fields:
+        raise ValueError("a composite digest's fields must not contain 'protocol'")
+    return digest_artifact({"protocol": COMPOSITE_PROTOCOL, **fields})
+
+
+def _check_member_path(path: str) -> None:
+    if not path or path.startswith("/") or "\\" in path:
+        raise ValueError(f"directory member path {path!r} must be relative and '/'-separated")
+    if any(segment in ("", ".", "..") for segment in path.split("/")):
+        raise ValueError(f"directory member path {path!r} has an empty, '.' or '..' segment")
+
+
+def digest_directory(members: Mapping[str, str]) -> str:
+    """Digest of ``{"protocol": "eval-quality/directory/v1", "members": {path: digest}}``.
+
+    At least one member; each path relative, '/'-separated, without empty/'.'/'..' segments; each
+    value a ``sha256:`` digest. Member order is the JCS key order, so insertion order never matters.
+    """
+    if not members:
+        raise ValueError("a directory digest needs at least one member")
+    for path, digest in members.items():
+        _check_member_path(path)
+        if not isinstance(digest, str) or not _DIGEST_RE.match(digest):
+            raise ValueError(f"directory member {path!r} is not a sha256 digest")
+    return digest_artifact({"protocol": DIRECTORY_PROTOCOL, "members": dict(members)})

@@ -1,0 +1,176 @@
+"""Canonical bytes through ``rfc8785`` and the AD-36 value-domain refusals (artifacts.md §1.1–§1.2).
+
+``rfc8785`` already writes the JCS text (UTF-16 key order, ECMAScript numbers); it does not refuse an
+integral float of unsafe magnitude (``1e21``), so every value passes ``check_value_domain`` first.
+``scan_json`` is the strict reader for raw bytes: it refuses what ``json.loads`` would let through
+(duplicate keys, lone surrogates, unsafe integers, NaN literals, a BOM, excessive nesting).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import rfc8785
+
+from evalquality_core.faults import RuntimeFault
+
+MAX_SAFE_INTEGER = 2**53 - 1
+#: Nesting depth must stay below this (``MAX_NESTING_DEPTH`` of the reference).
+MAX_NESTING_DEPTH = 1024
+
+
+def _refuse(path: str, detail: str) -> RuntimeFault:
+    return RuntimeFault("non-canonicalizable-value", path, detail)
+
+
+def _check_string(value: str, path: str, what: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _refuse(path, f"{what} holds a lone surrogate at index {exc.start}") from None
+
+
+def check_value_domain(value: Any, path: str = "$") -> None:
+    """Raise ``non-canonicalizable-value`` unless ``value`` lies in the AD-36 domain.
+
+    Only dict (string keys), list, str, int, float, bool and None; finite numbers; integral numbers
+    within ±(2^53−1); well-formed strings and keys; nesting depth below 1024. Iterative, so a deep
+    value cannot exhaust the interpreter stack.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth >= MAX_NESTING_DEPTH:
+            raise _refuse(where, f"nesting depth reaches {MAX_NESTING_DEPTH}")
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if abs(item) > MAX_SAFE_INTEGER:
+                raise _refuse(where, f"integer {item} is beyond ±(2^53−1)")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise _refuse(where, f"number {item!r} is not finite")
+            if item.is_integer() and abs(item) > MAX_SAFE_INTEGER:
+                raise _refuse(where, f"integral number {item!r} is beyond ±(2^53−1)")
+        elif isinstance(item, str):
+            _check_string(item, where, "string")
+        elif isinstance(item, list | tuple):
+            for index, member in enumerate(item):
+                stack.append((member, f"{where}[{index}]", depth + 1))
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                if not isinstance(key, str):
+                    raise _refuse(where, f"object key {key!r} is not a string")
+                _check_string(key, where, f"key {key!r}")
+                stack.append((member, f"{where}.{key}", depth + 1))
+        else:
+            raise _refuse(where, f"{type(item).__name__} is not a JSON value")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The RFC 8785 canonical UTF-8 bytes of ``value``, after the value-domain check."""
+    check_value_domain(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as exc:  # the domain check should have caught it first
+        raise _refuse("$", str(exc)) from None
+
+
+def serialize_artifact(value: Any) -> bytes:
+    """An artifact as written to disk or stdout: canonical bytes plus one ``\\n`` (artifacts.md §1.5)."""
+    return canonical_bytes(value) + b"\n"
+
+
+def _max_depth_exceeded(text: str) -> bool:
+    """True when brackets nest to ``MAX_NESTING_DEPTH`` or deeper (a linear scan, strings skipped)."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth >= MAX_NESTING_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, member in pairs:
+        if key in result:
+            raise _refuse("$", f"duplicate object key {key!r}")
+        result[key] = member
+    return result
+
+
+def _parse_int(literal: str) -> int:
+    digits = literal.lstrip("-")
+    if len(digits) > 16 or int(literal) > MAX_SAFE_INTEGER or int(literal) < -MAX_SAFE_INTEGER:
+        raise _refuse("$", f"integer literal {literal} is beyond ±(2^53−1)")
+    return int(literal)
+
+
+def _parse_float(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):
+        raise _refuse("$", f"number literal {literal} overflows")
+    if number.is_integer() and abs(number) > MAX_SAFE_INTEGER:
+        raise _refuse("$", f"number literal {literal} is an unsafe integer")
+    return number
+
+
+def _parse_constant(literal: str) -> Any:
+    raise RuntimeFault("schema-parse-failure", "$", f"{literal} is not JSON")
+
+
+def scan_json(data: bytes | str, artifact_path: str = "$") -> Any:
+    """Parse raw JSON strictly (artifacts.md §1.2, the lexical scanner).
+
+    Syntax errors (including a leading BOM and invalid UTF-8) raise ``schema-parse-failure`` with the
+    offset; duplicate keys, lone surrogates, unsafe integers and nesting of 1024 or more raise
+    ``non-canonicalizable-value``. ``artifact_path`` names the input in the fault.
+    """
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:
+            raise RuntimeFault(
+                "schema-parse-failure", artifact_path, f"invalid UTF-8 at offset {exc.start}"
+            ) from None
+    else:
+        text = data
+    if text.startswith("\ufeff"):
+        raise RuntimeFault("schema-parse-failure", artifact_path, "unexpected byte order mark at offset 0")
+    if _max_depth_exceeded(text):
+        raise _refuse(artifact_path, f"nesting depth reaches {MAX_NESTING_DEPTH}")
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_parse_constant,
+        )
+    except RuntimeFault as fault:
+        raise type(fault)(fault.code, artifact_path, fault.detail) from None  # type: ignore[arg-type]
+    except json.JSONDecodeError as exc:
+        raise RuntimeFault(
+            "schema-parse-failure", artifact_path, f"{exc.msg} at offset {exc.pos}"
+        ) from None
+    except RecursionError:
+        raise _refuse(artifact_path, f"nesting depth reaches {MAX_NESTING_DEPTH}") from None
+    check_value_domain(value, artifact_path)
+    return value

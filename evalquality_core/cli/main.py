@@ -1,0 +1,97 @@
+"""Entry point of ``eval-quality``: registers the commands and turns every failure into one line.
+
+Faults never reach the user as a traceback: StructuralFailure → exit 4, RuntimeFault → 5, usage → 64,
+each as ``eval-quality: <code>: <artifactPath>: <detail>`` or ``eval-quality: usage: <msg>`` on
+stderr. Only a genuine bug in the package prints its stack trace (exit 5), as the reference does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from evalquality_core.faults import AggregationRefusal, RuntimeFault, StructuralFailure
+from evalquality_core.registries import EXIT_RUNTIME_FAULT, EXIT_STRUCTURAL, EXIT_USAGE
+
+#: Modules that each add their commands to ``cli`` when imported (one per command family).
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def _package_version() -> str:
+    try:
+        return version("eval-quality")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+@click.group(
+    name="eval-quality",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=(
+        "Measure how strong an evaluation contract is.\n\n"
+        "Artifacts go to stdout (or --out) as canonical JSON plus one newline; diagnostics go to stderr.\n\n"
+        "Exit codes: 0 success; 1 CONCERNS promoted by --strict; 2 FAIL; 3 invalid (pre-flight not passed,\n"
+        "or an invalidating condition in score); 4 structural failure or refused aggregation;\n"
+        "5 runtime fault; 64 usage error."
+    ),
+)
+@click.version_option(_package_version(), "-V", "--version", prog_name="eval-quality")
+def cli() -> None:
+    """The command group."""
+
+
+def _load_commands() -> None:
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
+
+
+def _say(line: str) -> None:
+    click.echo(f"eval-quality: {line}", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return (and, from the console script, exit with) the process exit code."""
+    _load_commands()
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = cli.main(args=args, prog_name="eval-quality", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        _say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
+        del exc
+        return _finish(EXIT_USAGE, argv)
+    except click.UsageError as exc:
+        _say(f"usage: {exc.format_message()}")
+        return _finish(EXIT_USAGE, argv)
+    except click.exceptions.Exit as exc:
+        return _finish(exc.exit_code, argv)
+    except click.exceptions.Abort:
+        _say("aborted")
+        return _finish(EXIT_RUNTIME_FAULT, argv)
+    except StructuralFailure as exc:
+        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        return _finish(EXIT_STRUCTURAL, argv)
+    except AggregationRefusal as exc:
+        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        return _finish(EXIT_STRUCTURAL, argv)
+    except RuntimeFault as exc:
+        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        return _finish(EXIT_RUNTIME_FAULT, argv)
+    except BrokenPipeError:
+        return _finish(EXIT_RUNTIME_FAULT, argv)
+    if not args:
+        _say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
+        return _finish(EXIT_USAGE, argv)
+    return _finish(code if isinstance(code, int) else 0, argv)
+
+
+def _finish(code: int, argv: list[str] | None) -> int:
+    if argv is None:  # called as the console script
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()
