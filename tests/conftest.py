@@ -1,11 +1,24 @@
-"""Shared test fixtures: where the conformance data lives, and temp homes that keep tests off $HOME."""
+"""Shared test setup: where the conformance data lives, and temp homes that keep tests off $HOME.
+
+The environment is set at import time, before anything imports Prefect (prefect.md §8): each test
+process (and each xdist worker) gets its own fresh Prefect home, eval-quality home and cache.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+_HOME = Path(tempfile.mkdtemp(prefix="evalquality-test-"))
+os.environ["PREFECT_HOME"] = str(_HOME / "prefect")
+os.environ["EVALQUALITY_HOME"] = str(_HOME / "evalquality")
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: Real artifacts from the reference, read in place (never copied into the project).
@@ -18,11 +31,3 @@ def conformance() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"conformance data not found at {CONFORMANCE} (../shared/conformance is absent)")
     return CONFORMANCE
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _isolated_homes(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Point every cache and state directory at a per-session temp folder, never the user's home."""
-    base = tmp_path_factory.mktemp("homes")
-    os.environ.setdefault("EVALQUALITY_HOME", str(base / "evalquality"))
-    os.environ["PREFECT_HOME"] = str(base / "prefect")
