@@ -170,6 +170,10 @@ PREFLIGHT_CHECK_KINDS: tuple[PreflightCheckKind, ...] = get_args(PreflightCheckK
 PreflightCheckOutcome = Literal["satisfied", "failed", "exempt"]
 PREFLIGHT_CHECK_OUTCOMES: tuple[PreflightCheckOutcome, ...] = get_args(PreflightCheckOutcome)
 
+#: The five pre-flight leg kinds (preflight-adapter.md §1.2), in the order a plan emits them.
+LegPurpose = Literal["sensitivity", "control-observe", "control-mutate", "control-reset", "seeded-fault"]
+LEG_PURPOSES: tuple[LegPurpose, ...] = get_args(LegPurpose)
+
 PrivateArtifactKind = Literal[
     "private-input-record",
     "raw-trace",

@@ -1,0 +1,516 @@
+"""Pre-flight planning (preflight-adapter.md §1): ``plan_preflight(contract, probes, run_id) → PreflightPlan``.
+
+Pure and synchronous. Takes the eval contract and the probes (validated models or their wire JSON) and
+returns the legs to send through the probe port, in port-call order, plus the checks the reducer will
+compute, in verdict order. The one decision that is not obvious: the clean legs of a seeded fault are
+*every* leg already registered for the same (interface, operation) pair; the 1.4.0 "answered alike"
+drop happens only in the reducer (§1.7 version note, §2.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalquality_core.faults import RuntimeFault, StructuralFailure
+from evalquality_core.registries import SUPPORTED_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
+
+#: The probe schema version pre-flight reads (§1.1).
+PROBE_SCHEMA_VERSION = 5
+#: Contract stamps read as one shape (00-overview.md "Schema versions we read").
+CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5)
+#: Bases of the minted control-leg ids (§1.4).
+CONTROL_OBSERVE_BASE = "preflight-control-observe"
+CONTROL_MUTATE_BASE = "preflight-control-mutate"
+
+#: Request channels per interface kind, in wire order (§1.6, artifacts.md §2.2).
+TRANSPORT_CHANNELS: tuple[str, ...] = ("path", "query", "header", "body")
+COMMAND_CHANNELS: tuple[str, ...] = ("argument", "option", "environment", "stdin")
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedLeg:
+    """One leg: a request sent through the probe port once, and where it came from.
+
+    ``request`` is the wire ``ProbeRequest`` (its ``probeId`` is the leg id); ``operation`` is the
+    contract's operation object; ``artifact_path`` names where the leg id was declared (or minted).
+    """
+
+    leg_id: str
+    purpose: LegPurpose
+    interface_id: str
+    operation_id: str
+    interface_kind: str
+    request: Mapping[str, Any]
+    operation: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+    artifact_path: str
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedCheck:
+    """One check the reducer computes. Which fields matter depends on ``kind`` (§1.5, §1.7, §1.8)."""
+
+    kind: PreflightCheckKind
+    interface_id: str | None
+    operation_id: str | None
+    leg_ids: tuple[str, ...] = ()
+    witness: Mapping[str, Any] | None = None
+    operation: Mapping[str, Any] | None = None
+    defect_id: str | None = None
+    clean_leg_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class PreflightPlan:
+    """The plan: legs in port-call order, checks in verdict order, and the contract's reference sets."""
+
+    run_id: str
+    legs: tuple[PlannedLeg, ...]
+    checks: tuple[PlannedCheck, ...]
+    reference_sets: Mapping[str, list[Any]] = field(default_factory=dict)
+    reference_set_keys: Mapping[str, list[str]] = field(default_factory=dict)
+
+    def leg(self, leg_id: str) -> PlannedLeg:
+        """The planned leg with this id (a ``KeyError`` if none)."""
+        for leg in self.legs:
+            if leg.leg_id == leg_id:
+                return leg
+        raise KeyError(leg_id)
+
+
+def _wire(value: Any) -> Any:
+    """The wire JSON of a model (camelCase, explicit nulls), or the value itself if already JSON."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", by_alias=True)
+    return value
+
+
+def _operation_path(interface_id: str, operation_id: str) -> str:
+    return f"EvalContract.permittedInterfaces[logicalId={interface_id}].operations[operationId={operation_id}]"
+
+
+def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> None:
+    """§1.1: every probe's stamp, then the contract's, before anything is planned."""
+    for probe in probes:
+        stamp = probe.get("schemaVersion") if isinstance(probe, Mapping) else None
+        if stamp != PROBE_SCHEMA_VERSION or isinstance(stamp, bool):
+            probe_id = probe.get("probeId") if isinstance(probe, Mapping) else None
+            where = f"Probe[probeId={probe_id}]" if isinstance(probe_id, str) else "Probe"
+            raise RuntimeFault(
+                "schema-version-mismatch",
+                f"{where}.schemaVersion",
+                f"schemaVersion {stamp!r} is not the probe version pre-flight reads ({PROBE_SCHEMA_VERSION})",
+            )
+    stamp = contract.get("schemaVersion")
+    if stamp not in CONTRACT_SCHEMA_VERSIONS or isinstance(stamp, bool):
+        accepted = ", ".join(str(v) for v in CONTRACT_SCHEMA_VERSIONS)
+        raise RuntimeFault(
+            "schema-version-mismatch",
+            "EvalContract.schemaVersion",
+            f"schemaVersion {stamp!r} is not one we read ({accepted})",
+        )
+
+
+def _check_interface_kinds(contract: Mapping[str, Any]) -> None:
+    for interface in contract["permittedInterfaces"]:
+        if interface["kind"] not in SUPPORTED_INTERFACE_KINDS:
+            raise StructuralFailure(
+                "unsupported-interface-kind",
+                f"EvalContract.permittedInterfaces[logicalId={interface['logicalId']}].kind",
+                f'interface kind "{interface["kind"]}" is not one pre-flight can probe '
+                f"({', '.join(SUPPORTED_INTERFACE_KINDS)})",
+            )
+
+
+def declares_request_keys(operation: Mapping[str, Any]) -> bool:
+    """Whether the operation declares any request key (required or permitted) in any channel."""
+    shape = operation.get("requestShape") or {}
+    return any(
+        (channel or {}).get("requiredKeys") or (channel or {}).get("permittedKeys") for channel in shape.values()
+    )
+
+
+def _declares_required_keys(operation: Mapping[str, Any]) -> bool:
+    shape = operation.get("requestShape") or {}
+    return any((channel or {}).get("requiredKeys") for channel in shape.values())
+
+
+def _empty_inputs(kind: str) -> dict[str, Any]:
+    if kind == "cli":
+        return {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}}
+    return {"path": {}, "query": {}, "header": {}, "body": {"kind": "absent"}}
+
+
+def control_inputs_of(kind: str, operation: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """§1.5: the witness's first leg inputs, else empty inputs when nothing is required, else none."""
+    witness = operation.get("sensitivityWitness")
+    if witness is not None:
+        return witness["legs"][0]["inputs"]
+    if not _declares_required_keys(operation):
+        return _empty_inputs(kind)
+    return None
+
+
+def request_of(
+    leg_id: str, interface: Mapping[str, Any], operation: Mapping[str, Any], inputs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """§1.6: the wire ``ProbeRequest`` of a leg, with the correlation triple ``probeId = leg id``."""
+    interface_id = interface["logicalId"]
+    operation_id = operation["operationId"]
+    base = {"probeId": leg_id, "interfaceId": interface_id, "operationId": operation_id}
+    command_shaped = any(key in inputs for key in COMMAND_CHANNELS)
+    transport_shaped = any(key in inputs for key in TRANSPORT_CHANNELS)
+    if interface["kind"] == "cli":
+        if transport_shaped or not command_shaped:
+            raise StructuralFailure(
+                "undeclared-mandatory-input",
+                _operation_path(interface_id, operation_id),
+                "supplies transport channels to an operation that runs behind a command",
+            )
+        return {
+            "kind": "cli",
+            **base,
+            "executable": operation["invocation"]["executable"],
+            "subcommandPath": list(operation["invocation"]["subcommandPath"]),
+            "channels": {name: inputs[name] for name in COMMAND_CHANNELS},
+        }
+    if command_shaped or not transport_shaped:
+        raise StructuralFailure(
+            "undeclared-mandatory-input",
+            _operation_path(interface_id, operation_id),
+            "supplies command channels to an operation that speaks HTTP",
+        )
+    return {
+        "kind": "api",
+        **base,
+        "method": operation["method"],
+        "pathTemplate": operation["pathTemplate"],
+        "channels": {name: inputs[name] for name in TRANSPORT_CHANNELS},
+    }
+
+
+class _IdMinter:
+    """§1.4: deterministic ids that avoid every declared leg and step id, and each other."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self._taken = taken
+
+    def mint(self, base: str) -> str:
+        candidate, n = base, 1
+        while candidate in self._taken:
+            n += 1
+            candidate = f"{base}-{n}"
+        self._taken.add(candidate)
+        return candidate
+
+
+def _find_operation(
+    contract: Mapping[str, Any], interface_id: str, operation_id: str
+) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    for interface in contract["permittedInterfaces"]:
+        if interface["logicalId"] != interface_id:
+            continue
+        for operation in interface["operations"]:
+            if operation["operationId"] == operation_id:
+                return interface, operation
+    return None
+
+
+def _taken_ids(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> set[str]:
+    taken = {step["stepId"] for step in contract.get("interactionPlan") or []}
+    for probe in probes:
+        if probe.get("expectedClean"):
+            continue
+        for defect in probe.get("defects") or []:
+            if defect.get("manifestationWitness") is not None:
+                taken.add(defect["manifestationWitness"]["legId"])
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            witness = operation.get("sensitivityWitness")
+            if witness is not None:
+                taken.update(leg["legId"] for leg in witness["legs"])
+    reset = contract.get("fixtureReset")
+    if reset is not None:
+        taken.add(reset["legId"])
+    return taken
+
+
+def _check_witness_inputs(
+    interface: Mapping[str, Any], operation: Mapping[str, Any], inputs: Mapping[str, Any], path: str
+) -> None:
+    """A fault witness's inputs must fit the operation's declared request shape (§1.7).
+
+    The compiler never sees probes, so pre-flight checks here: every required key supplied, no key
+    outside the permitted set, in each keyed channel.
+    """
+    shape = operation.get("requestShape") or {}
+    channels = COMMAND_CHANNELS if interface["kind"] == "cli" else TRANSPORT_CHANNELS
+    for name in channels:
+        declared = shape.get(name) or {"requiredKeys": [], "permittedKeys": []}
+        supplied = inputs.get(name)
+        if isinstance(supplied, Mapping) and supplied.get("kind") in ("text", "raw"):
+            continue  # an unkeyed body: the declared keys describe a JSON object, not text
+        if isinstance(supplied, Mapping) and supplied.get("kind") in ("json", "absent"):
+            value = supplied.get("value") if supplied.get("kind") == "json" else None
+            keys = set(value) if isinstance(value, Mapping) else set()
+        else:
+            keys = set(supplied or {})
+        missing = [key for key in declared.get("requiredKeys", []) if key not in keys]
+        if missing:
+            raise StructuralFailure(
+                "undeclared-mandatory-input",
+                f"{path}.inputs.{name}",
+                f'omits the required {name} key "{missing[0]}" the operation declares',
+            )
+        permitted = set(declared.get("permittedKeys", [])) | set(declared.get("requiredKeys", []))
+        extra = sorted(keys - permitted)
+        if extra:
+            raise StructuralFailure(
+                "undeclared-mandatory-input",
+                f"{path}.inputs.{name}",
+                f'supplies the {name} key "{extra[0]}" the operation does not declare',
+            )
+
+
+def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
+    """Plan the pre-flight of ``contract`` against ``probes`` (§1): legs in port-call order, checks in verdict order.
+
+    Raises ``RuntimeFault('schema-version-mismatch')`` on a probe or contract stamp we do not read, and
+    ``StructuralFailure`` for an unsupported interface kind, inputs of the wrong shape, an unresolvable
+    witness or reset, duplicate leg ids, or a plan with no legs.
+    """
+    contract = _wire(contract)
+    probes = [_wire(probe) for probe in probes]
+    _check_stamps(contract, probes)
+    _check_interface_kinds(contract)
+
+    minter = _IdMinter(_taken_ids(contract, probes))
+    legs: list[PlannedLeg] = []
+
+    def add_leg(
+        leg_id: str,
+        purpose: LegPurpose,
+        interface: Mapping[str, Any],
+        operation: Mapping[str, Any],
+        inputs: Mapping[str, Any],
+        artifact_path: str,
+    ) -> PlannedLeg:
+        leg = PlannedLeg(
+            leg_id=leg_id,
+            purpose=purpose,
+            interface_id=interface["logicalId"],
+            operation_id=operation["operationId"],
+            interface_kind=interface["kind"],
+            request=request_of(leg_id, interface, operation, inputs),
+            operation=operation,
+            inputs=inputs,
+            artifact_path=artifact_path,
+        )
+        legs.append(leg)
+        return leg
+
+    # 1. Sensitivity legs: interface order, operation order, leg 0 then leg 1 (§1.3).
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            witness = operation.get("sensitivityWitness")
+            if witness is None:
+                continue
+            op_path = _operation_path(interface["logicalId"], operation["operationId"])
+            for index, witness_leg in enumerate(witness["legs"]):
+                add_leg(
+                    witness_leg["legId"],
+                    "sensitivity",
+                    interface,
+                    operation,
+                    witness_leg["inputs"],
+                    f"{op_path}.sensitivityWitness.legs[{index}].legId",
+                )
+
+    # 2. The control block (§1.5).
+    control_checks: list[PlannedCheck] = []
+    observed = _select_observed(contract)
+    if observed is not None:
+        obs_interface, obs_operation, obs_inputs = observed
+        reset = contract.get("fixtureReset")
+        mutating = _select_mutating(contract, reset) if reset is not None else None
+        first = add_leg(
+            minter.mint(CONTROL_OBSERVE_BASE),
+            "control-observe",
+            obs_interface,
+            obs_operation,
+            obs_inputs,
+            "EvalContract.permittedInterfaces",
+        )
+        control_legs = [first]
+        if mutating is not None and reset is not None:
+            mut_interface, mut_operation, mut_inputs = mutating
+            control_legs.append(
+                add_leg(
+                    minter.mint(CONTROL_MUTATE_BASE),
+                    "control-mutate",
+                    mut_interface,
+                    mut_operation,
+                    mut_inputs,
+                    "EvalContract.permittedInterfaces",
+                )
+            )
+            found = _find_operation(contract, reset["interfaceId"], reset["operationId"])
+            if found is None:
+                raise StructuralFailure(
+                    "unreachable-check-evidence",
+                    "EvalContract.fixtureReset",
+                    f'the reset names operation "{reset["operationId"]}" on interface '
+                    f'"{reset["interfaceId"]}", which the contract does not declare',
+                )
+            control_legs.append(
+                add_leg(
+                    reset["legId"], "control-reset", found[0], found[1], reset["inputs"], "EvalContract.fixtureReset.legId"
+                )
+            )
+        last = add_leg(
+            minter.mint(CONTROL_OBSERVE_BASE),
+            "control-observe",
+            obs_interface,
+            obs_operation,
+            obs_inputs,
+            "EvalContract.permittedInterfaces",
+        )
+        control_legs.append(last)
+        control_checks.append(PlannedCheck("state-reset", None, None, leg_ids=(first.leg_id, last.leg_id)))
+        control_checks.append(
+            PlannedCheck("clean-control", None, None, leg_ids=tuple(leg.leg_id for leg in control_legs))
+        )
+
+    # 3. Seeded-fault legs: probe order, defect order; clean probes and null witnesses add no leg (§1.7).
+    fault_checks: list[PlannedCheck] = []
+    for probe in probes:
+        if probe.get("expectedClean"):
+            continue
+        for defect in probe.get("defects") or []:
+            defect_id = defect["defectId"]
+            witness = defect.get("manifestationWitness")
+            if witness is None:
+                fault_checks.append(PlannedCheck("seeded-fault-fired", None, None, defect_id=defect_id))
+                continue
+            path = f"Probe[probeId={probe['probeId']}].defects[defectId={defect_id}].manifestationWitness"
+            found = _find_operation(contract, witness["interfaceId"], witness["operationId"])
+            if found is None:
+                raise StructuralFailure(
+                    "unreachable-check-evidence",
+                    path,
+                    f'the witness names operation "{witness["operationId"]}" on interface '
+                    f'"{witness["interfaceId"]}", which the contract does not declare',
+                )
+            interface, operation = found
+            _check_witness_inputs(interface, operation, witness["inputs"], path)
+            clean = tuple(
+                leg.leg_id
+                for leg in legs
+                if leg.interface_id == interface["logicalId"] and leg.operation_id == operation["operationId"]
+            )
+            add_leg(witness["legId"], "seeded-fault", interface, operation, witness["inputs"], f"{path}.legId")
+            fault_checks.append(
+                PlannedCheck(
+                    "seeded-faults-scoped",
+                    interface["logicalId"],
+                    operation["operationId"],
+                    witness=witness,
+                    operation=operation,
+                    defect_id=defect_id,
+                    clean_leg_ids=clean,
+                )
+            )
+            fault_checks.append(
+                PlannedCheck(
+                    "seeded-fault-fired",
+                    interface["logicalId"],
+                    operation["operationId"],
+                    leg_ids=(witness["legId"],),
+                    witness=witness,
+                    operation=operation,
+                    defect_id=defect_id,
+                )
+            )
+
+    _check_unique(legs)
+    if not legs:
+        raise StructuralFailure(
+            "unreachable-check-evidence",
+            "EvalContract.permittedInterfaces",
+            "the plan has no leg at all, so a fixture digest over nothing would certify nothing",
+        )
+
+    # Check order (§1.8): interface-present per pair in first-leg order, then the rest.
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for leg in legs:
+        pairs.setdefault((leg.interface_id, leg.operation_id), []).append(leg.leg_id)
+    present = [
+        PlannedCheck("interface-present", interface_id, operation_id, leg_ids=tuple(ids))
+        for (interface_id, operation_id), ids in pairs.items()
+    ]
+    sensitivity = []
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            witness = operation.get("sensitivityWitness")
+            sensitivity.append(
+                PlannedCheck(
+                    "input-sensitivity",
+                    interface["logicalId"],
+                    operation["operationId"],
+                    leg_ids=tuple(leg["legId"] for leg in witness["legs"]) if witness else (),
+                    witness=witness,
+                    operation=operation,
+                )
+            )
+    reference_sets = contract.get("referenceSets") or {}
+    return PreflightPlan(
+        run_id=run_id,
+        legs=tuple(legs),
+        checks=tuple(present + sensitivity + control_checks + fault_checks),
+        reference_sets={name: list(entry["members"]) for name, entry in reference_sets.items()},
+        reference_set_keys={name: list(entry["keys"]) for name, entry in reference_sets.items()},
+    )
+
+
+def _select_observed(
+    contract: Mapping[str, Any],
+) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]] | None:
+    """The first non-mutating operation that has control inputs (§1.5)."""
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            if operation["stateChangeMarker"]:
+                continue
+            inputs = control_inputs_of(interface["kind"], operation)
+            if inputs is not None:
+                return interface, operation, inputs
+    return None
+
+
+def _select_mutating(
+    contract: Mapping[str, Any], reset: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]] | None:
+    """The first state-changing operation with control inputs on the reset's interface (§1.5)."""
+    for interface in contract["permittedInterfaces"]:
+        if interface["logicalId"] != reset["interfaceId"]:
+            continue
+        for operation in interface["operations"]:
+            if not operation["stateChangeMarker"]:
+                continue
+            inputs = control_inputs_of(interface["kind"], operation)
+            if inputs is not None:
+                return interface, operation, inputs
+    return None
+
+
+def _check_unique(legs: Sequence[PlannedLeg]) -> None:
+    seen: set[str] = set()
+    for leg in legs:
+        if leg.leg_id in seen:
+            raise StructuralFailure(
+                "malformed-operator-expression",
+                leg.artifact_path,
+                f'leg id "{leg.leg_id}" is used twice; two legs sharing a probeId cannot be told apart',
+            )
+        seen.add(leg.leg_id)

@@ -1,0 +1,470 @@
+"""Pre-flight reduction (preflight-adapter.md §2): ``reduce_preflight(plan, observations) → PreflightVerdict``.
+
+Pure. Indexes the port's observations by echoed probe id, projects each (AD-11: volatile fields pruned),
+builds the baseline evidence each witness relation is resolved over, and computes one check per planned
+check, in plan order. The six check kinds are the rows of ``CHECK_RULES``; every note is one of the
+exact strings in ``NOTES``. The non-obvious rule: a clean leg that issued the fault leg's own request
+*and* received its answer is dropped before ``seeded-faults-scoped`` looks at it (the 1.4.0 rule, §2.4),
+and a check left with no clean leg fails, saying why.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalquality_core.canonical.digest import digest_artifact, digest_composite
+from evalquality_core.evaluate.pointers import as_wire, decode_tokens
+from evalquality_core.faults import RuntimeFault
+from evalquality_core.preflight.plan import PlannedCheck, PlannedLeg, PreflightPlan, declares_request_keys
+from evalquality_core.registries import PreflightCheckKind, PreflightCheckOutcome
+
+#: The verdict schema we write (§2.5: v2 adds ``interfaceId`` on every check).
+PREFLIGHT_VERDICT_SCHEMA_VERSION = 2
+#: The regex budget the reference passes when resolving witness relations (§2.2).
+WITNESS_REGEX_BUDGET = 1_000_000
+#: Where reduction faults are reported.
+VERDICT_PATH = "PreflightVerdict"
+
+#: The exact note strings of §2.3 and §2.4 (``str.format`` fields in braces).
+NOTES: Mapping[str, str] = {
+    "no-observation": 'leg "{leg}" produced no observation',
+    "bad-echo": 'leg "{leg}" echoed an identifier the request did not carry',
+    "no-inputs": "The operation declares no inputs in any channel.",
+    "no-witness": "The operation declares request keys and no sensitivity witness.",
+    "witness-leg-missing": 'witness leg "{leg}" produced no observation',
+    "witness-false": "The witness relation resolved false.",
+    "witness-insufficient": "The witness relation resolved insufficient-evidence.",
+    "observe-missing": "a control-observe leg produced no observation",
+    "projections-differ": 'the projections of "{a}" and "{b}" differ',
+    "control-missing": 'control leg "{leg}" produced no observation',
+    "control-anomaly": 'control leg "{leg}" observed {anomaly}',
+    "scoped-alone": (
+        "{defect}: the operation has no leg besides the fault leg, so nothing here establishes that the "
+        "defect is scoped to it"
+    ),
+    "scoped-all-alike": (
+        "{defect}: every other leg of the operation issued the fault leg's own request and received its "
+        "answer ({legs}), so nothing here establishes that the defect is scoped to it"
+    ),
+    "scoped-fires-clean": '{defect}: the manifestation witness fires on clean leg "{leg}"',
+    "fired-no-witness": "{defect}: the defect declares no manifestation witness, so it cannot be observed to fire",
+    "fired-no-observation": "{defect}: the fault leg produced no observation",
+    "fired-resolved": "{defect}: the manifestation witness resolved {resolution} on its own fault leg",
+}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One computed check, before it becomes a verdict row."""
+
+    outcome: PreflightCheckOutcome
+    note: str | None
+    interface_id: str | None
+    operation_id: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class LegState:
+    """What the reducer knows of one planned leg: its observation (if any), projection and evidence."""
+
+    leg: PlannedLeg
+    observation: Mapping[str, Any] | None
+    projection: Mapping[str, Any] | None
+    evidence: Mapping[str, Any] | None
+
+
+#: Resolves a witness relation over ``{legId: evidence}`` for an operation → true/false/insufficient-evidence.
+Resolver = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]], Mapping[str, Any], PreflightPlan], str]
+
+
+# --- projection and evidence (§2.2) -------------------------------------------------------------
+
+
+def _prune(value: Any, tokens: tuple[str, ...]) -> None:
+    """Remove the value at ``tokens`` in place; ``*`` fans out; a pointer resolving to nothing does nothing."""
+    if not tokens:
+        return
+    head, rest = tokens[0], tokens[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head == "*" else ([head] if head in value else [])
+        for key in keys:
+            if rest:
+                _prune(value[key], rest)
+            else:
+                del value[key]
+    elif isinstance(value, list):
+        if head == "*":
+            indexes = list(range(len(value)))
+        elif head.isdigit() and (head == "0" or not head.startswith("0")) and int(head) < len(value):
+            indexes = [int(head)]
+        else:
+            indexes = []
+        for index in reversed(indexes):
+            if rest:
+                _prune(value[index], rest)
+            else:
+                del value[index]
+
+
+def prune_body(body: Mapping[str, Any], volatile_pointers: Sequence[str]) -> Mapping[str, Any]:
+    """AD-11 pruning of a described body: only ``json`` bodies change, on a clone; ``""`` makes it absent."""
+    if body.get("kind") != "json" or not volatile_pointers:
+        return body
+    if "" in volatile_pointers:
+        return {"kind": "absent"}
+    value = copy.deepcopy(body["value"])
+    for pointer in volatile_pointers:
+        _prune(value, decode_tokens(pointer))
+    return {"kind": "json", "value": value}
+
+
+def described_body(observation: Mapping[str, Any], operation: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The channel the operation's response descriptor describes (§2.2)."""
+    kind = observation["kind"]
+    if kind == "api":
+        return observation["body"]
+    if kind == "mcp":
+        return observation["result"]
+    channel = operation.get("descriptorChannel") or {}
+    if channel.get("kind") == "artifact":
+        return observation["artifacts"].get(channel["artifactId"], {"kind": "absent"})
+    if channel.get("channel") == "stderr":
+        return observation["stderr"]
+    return observation["stdout"]
+
+
+def project(observation: Mapping[str, Any], operation: Mapping[str, Any]) -> dict[str, Any]:
+    """The AD-11 projection of one observation: identity, status or exit code, tool error, pruned body."""
+    kind = observation["kind"]
+    return {
+        "legId": observation["probeId"],
+        "interfaceId": observation["interfaceId"],
+        "operationId": observation["operationId"],
+        "status": observation["status"] if kind == "api" else None,
+        "exitCode": observation.get("exitCode") if kind in ("cli", "mcp") else None,
+        "toolError": observation["isError"] if kind == "mcp" else None,
+        "body": prune_body(described_body(observation, operation), operation.get("volatilePointers") or []),
+    }
+
+
+def _unwrap(body: Mapping[str, Any]) -> Any:
+    return body["value"] if body.get("kind") in ("json", "text") else None
+
+
+def _object_or_null(tagged: Any) -> Any:
+    if isinstance(tagged, Mapping) and tagged.get("kind") == "json" and isinstance(tagged.get("value"), dict):
+        return tagged["value"]
+    return None
+
+
+def call_inputs_of(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The nine call-input channels of a leg's inputs; a tagged body counts only when it is a JSON object."""
+    return {
+        "path": inputs.get("path"),
+        "query": inputs.get("query"),
+        "header": inputs.get("header"),
+        "body": _object_or_null(inputs.get("body")),
+        "argument": inputs.get("argument"),
+        "option": inputs.get("option"),
+        "environment": inputs.get("environment"),
+        "stdin": _object_or_null(inputs.get("stdin")),
+        "arguments": inputs.get("arguments"),
+    }
+
+
+def evidence_of(leg: PlannedLeg, observation: Mapping[str, Any], projection: Mapping[str, Any]) -> dict[str, Any]:
+    """The sealed-run-record ``Observation`` a witness relation is resolved over (§2.2, provenance baseline)."""
+    kind = observation["kind"]
+    absent = {"kind": "absent"}
+    if kind == "api":
+        status, headers = observation["status"], observation["headers"]
+    elif kind == "mcp":
+        status, headers = (1 if observation["isError"] else 0), None
+    else:
+        status, headers = None, None
+    return {
+        "observationId": leg.leg_id,
+        "sequence": 1,
+        "operationId": leg.operation_id,
+        "provenance": "baseline",
+        "principal": None,
+        "callInputs": call_inputs_of(leg.inputs),
+        "responseBody": _unwrap(projection["body"]),
+        "responseHeaders": headers,
+        "responseStatus": status,
+        "stdout": observation["stdout"] if kind == "cli" else absent,
+        "stderr": observation["stderr"] if kind == "cli" else absent,
+        "exitCode": observation.get("exitCode") if kind in ("cli", "mcp") else None,
+        "artifacts": dict(observation["artifacts"]) if kind == "cli" else {},
+    }
+
+
+def _safe_digest(value: Any) -> str | None:
+    """A digest, or None when RFC 8785 cannot serialise the value (then it equals nothing, §2.4)."""
+    try:
+        return digest_artifact(value)
+    except (RuntimeFault, ValueError, TypeError, OverflowError):
+        return None
+
+
+# --- resolution of witness relations --------------------------------------------------------------
+
+
+def resolve_relation(
+    relation: Mapping[str, Any],
+    evidence_by_leg: Mapping[str, Mapping[str, Any]],
+    operation: Mapping[str, Any],
+    plan: PreflightPlan,
+) -> str:
+    """Resolve an AD-4 relation over ``{legId: evidence}`` → ``"true"``/``"false"``/``"insufficient-evidence"``.
+
+    Uses the package's check evaluator with this operation's collection predicate and the reference
+    sets of the contract, at the regex budget of §2.2.
+    """
+    from evalquality_core.evaluate.resolution import resolve_witness_relation
+
+    return resolve_witness_relation(
+        relation,
+        evidence_by_leg,
+        operation,
+        reference_sets=plan.reference_sets,
+        reference_set_keys=plan.reference_set_keys,
+        regex_budget=WITNESS_REGEX_BUDGET,
+    )
+
+
+# --- the six checks (§2.3, §2.4) ----------------------------------------------------------------
+
+
+def _interface_present(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+    for leg_id in check.leg_ids:
+        state = states[leg_id]
+        if state.observation is None:
+            return CheckResult("failed", NOTES["no-observation"].format(leg=leg_id), check.interface_id, check.operation_id)
+        request, observation = state.leg.request, state.observation
+        if any(observation[key] != request[key] for key in ("probeId", "interfaceId", "operationId")):
+            return CheckResult("failed", NOTES["bad-echo"].format(leg=leg_id), check.interface_id, check.operation_id)
+    return CheckResult("satisfied", None, check.interface_id, check.operation_id)
+
+
+def _input_sensitivity(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+    ids = (check.interface_id, check.operation_id)
+    assert check.operation is not None
+    if check.witness is None:
+        if not declares_request_keys(check.operation):
+            return CheckResult("exempt", NOTES["no-inputs"], *ids)
+        return CheckResult("failed", NOTES["no-witness"], *ids)
+    evidence: dict[str, Mapping[str, Any]] = {}
+    for leg_id in check.leg_ids:
+        state = states[leg_id]
+        if state.evidence is None:
+            return CheckResult("failed", NOTES["witness-leg-missing"].format(leg=leg_id), *ids)
+        evidence[leg_id] = state.evidence
+    resolution = resolve(check.witness["relation"], evidence, check.operation, plan)
+    if resolution == "true":
+        return CheckResult("satisfied", None, *ids)
+    if resolution == "false":
+        return CheckResult("failed", NOTES["witness-false"], *ids)
+    return CheckResult("failed", NOTES["witness-insufficient"], *ids)
+
+
+def _state_reset(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+    first, last = (states[leg_id] for leg_id in check.leg_ids)
+    if first.projection is None or last.projection is None:
+        return CheckResult("failed", NOTES["observe-missing"], None, None)
+    a = {key: value for key, value in first.projection.items() if key != "legId"}
+    b = {key: value for key, value in last.projection.items() if key != "legId"}
+    if digest_artifact(a) == digest_artifact(b):
+        return CheckResult("satisfied", None, None, None)
+    return CheckResult("failed", NOTES["projections-differ"].format(a=first.leg.leg_id, b=last.leg.leg_id), None, None)
+
+
+def control_anomaly(observation: Mapping[str, Any]) -> str | None:
+    """What makes a control leg's answer anomalous: api status ≥ 400, cli exit ≠ 0, mcp isError (§2.3)."""
+    if observation["kind"] == "api" and observation["status"] >= 400:
+        return f"status {observation['status']}"
+    if observation["kind"] == "cli" and observation["exitCode"] != 0:
+        return f"exit code {observation['exitCode']}"
+    if observation["kind"] == "mcp" and observation["isError"]:
+        return "a tool error"
+    return None
+
+
+def _clean_control(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+    for leg_id in check.leg_ids:
+        observation = states[leg_id].observation
+        if observation is None:
+            return CheckResult("failed", NOTES["control-missing"].format(leg=leg_id), None, None)
+        anomaly = control_anomaly(observation)
+        if anomaly is not None:
+            return CheckResult("failed", NOTES["control-anomaly"].format(leg=leg_id, anomaly=anomaly), None, None)
+    return CheckResult("satisfied", None, None, None)
+
+
+def _answered_alike(leg: LegState, fault: LegState) -> bool:
+    """Both the request (probe id blanked) and the evidence (observation id blanked) digest equal (§2.4)."""
+    if leg.evidence is None or fault.evidence is None:
+        return False
+    request_a = _safe_digest({**leg.leg.request, "probeId": ""})
+    request_b = _safe_digest({**fault.leg.request, "probeId": ""})
+    answer_a = _safe_digest({**leg.evidence, "observationId": ""})
+    answer_b = _safe_digest({**fault.evidence, "observationId": ""})
+    return None not in (request_a, answer_a) and request_a == request_b and answer_a == answer_b
+
+
+def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+    assert check.witness is not None and check.operation is not None
+    ids = (check.interface_id, check.operation_id)
+    defect, witness_leg = check.defect_id, check.witness["legId"]
+    fault = states[witness_leg]
+    dropped: list[str] = []
+    examined: list[LegState] = []
+    for leg_id in check.clean_leg_ids:
+        state = states[leg_id]
+        if _answered_alike(state, fault):
+            dropped.append(leg_id)
+        else:
+            examined.append(state)
+    if not examined:
+        if not dropped:
+            return CheckResult("failed", NOTES["scoped-alone"].format(defect=defect), *ids)
+        quoted = ", ".join(f'"{leg_id}"' for leg_id in dropped)
+        return CheckResult("failed", NOTES["scoped-all-alike"].format(defect=defect, legs=quoted), *ids)
+    for state in examined:
+        if state.evidence is None:
+            continue  # nothing to contradict
+        # The relation addresses /interactions/<witness.legId>/…, so the clean evidence sits under that key.
+        if resolve(check.witness["relation"], {witness_leg: state.evidence}, check.operation, plan) == "true":
+            return CheckResult("failed", NOTES["scoped-fires-clean"].format(defect=defect, leg=state.leg.leg_id), *ids)
+    return CheckResult("satisfied", defect, *ids)
+
+
+def _seeded_fault_fired(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+    defect = check.defect_id
+    if check.witness is None:
+        return CheckResult("failed", NOTES["fired-no-witness"].format(defect=defect), None, None)
+    assert check.operation is not None
+    ids = (check.interface_id, check.operation_id)
+    state = states[check.witness["legId"]]
+    if state.evidence is None:
+        return CheckResult("failed", NOTES["fired-no-observation"].format(defect=defect), *ids)
+    resolution = resolve(check.witness["relation"], {state.leg.leg_id: state.evidence}, check.operation, plan)
+    if resolution == "true":
+        return CheckResult("satisfied", defect, *ids)
+    return CheckResult("failed", NOTES["fired-resolved"].format(defect=defect, resolution=resolution), *ids)
+
+
+CheckFunction = Callable[[PlannedCheck, Mapping[str, LegState], PreflightPlan, Resolver], CheckResult]
+
+
+@dataclass(frozen=True)
+class CheckRule:
+    """One row of the check table: the spec's check kind, its section, and the rule computing it."""
+
+    kind: PreflightCheckKind
+    section: str
+    rule: CheckFunction
+
+
+#: The six pre-flight checks (§2.3 ``CHECK_KINDS`` order).
+CHECK_RULES: tuple[CheckRule, ...] = (
+    CheckRule("interface-present", "§2.3", _interface_present),
+    CheckRule("input-sensitivity", "§2.3", _input_sensitivity),
+    CheckRule("state-reset", "§2.3", _state_reset),
+    CheckRule("clean-control", "§2.3", _clean_control),
+    CheckRule("seeded-faults-scoped", "§2.4", _seeded_faults_scoped),
+    CheckRule("seeded-fault-fired", "§2.3", _seeded_fault_fired),
+)
+_RULE_BY_KIND: Mapping[str, CheckRule] = {row.kind: row for row in CHECK_RULES}
+
+
+# --- the reducer ----------------------------------------------------------------------------------
+
+
+def index_observations(plan: PreflightPlan, observations: Sequence[Any]) -> dict[str, LegState]:
+    """§2.1: index by echoed probe id, refuse a repeat or a wrong kind, project and build evidence per leg."""
+    by_probe: dict[str, Mapping[str, Any]] = {}
+    for observation in observations:
+        wire = as_wire(observation)
+        probe_id = wire["probeId"]
+        if probe_id in by_probe:
+            raise RuntimeFault(
+                "port-contract-violation",
+                VERDICT_PATH,
+                f'two observations echoed the probe id "{probe_id}", so the legs cannot be told apart',
+            )
+        by_probe[probe_id] = wire
+    states: dict[str, LegState] = {}
+    for leg in plan.legs:
+        observation = by_probe.get(leg.leg_id)
+        if observation is None:
+            states[leg.leg_id] = LegState(leg, None, None, None)
+            continue
+        if observation["kind"] != leg.request["kind"]:
+            raise RuntimeFault(
+                "port-contract-violation",
+                VERDICT_PATH,
+                f'leg "{leg.leg_id}" asked a {leg.request["kind"]} question and the port answered {observation["kind"]}',
+            )
+        projection = project(observation, leg.operation)
+        states[leg.leg_id] = LegState(leg, observation, projection, evidence_of(leg, observation, projection))
+    if all(state.observation is None for state in states.values()):
+        raise RuntimeFault(
+            "port-contract-violation",
+            VERDICT_PATH,
+            f"no observation echoed any of the {len(plan.legs)} planned probe ids",
+        )
+    return states
+
+
+def fixture_digest(states: Mapping[str, LegState]) -> str:
+    """``digestComposite({observations: projections of every observed leg, sorted by legId})`` (§2.5)."""
+    projections = sorted(
+        (state.projection for state in states.values() if state.projection is not None),
+        key=lambda projection: projection["legId"].encode("utf-16-be"),  # code-unit order
+    )
+    return digest_composite({"observations": projections})
+
+
+def reduce_preflight_wire(
+    plan: PreflightPlan, observations: Sequence[Any], *, resolve: Resolver = resolve_relation
+) -> dict[str, Any]:
+    """The verdict as wire JSON (schema v2). ``reduce_preflight`` wraps this in the verdict model."""
+    states = index_observations(plan, observations)
+    checks = []
+    for check in plan.checks:
+        result = _RULE_BY_KIND[check.kind].rule(check, states, plan, resolve)
+        checks.append(
+            {
+                "kind": check.kind,
+                "interfaceId": result.interface_id,
+                "operationId": result.operation_id,
+                "outcome": result.outcome,
+                "note": result.note,
+            }
+        )
+    return {
+        "schemaVersion": PREFLIGHT_VERDICT_SCHEMA_VERSION,
+        "parentDigest": None,
+        "revisionCount": 0,
+        "runId": plan.run_id,
+        "fixtureDigest": fixture_digest(states),
+        "passed": all(check["outcome"] != "failed" for check in checks),
+        "checks": checks,
+    }
+
+
+def reduce_preflight(plan: PreflightPlan, observations: Sequence[Any], *, resolve: Resolver = resolve_relation) -> Any:
+    """Reduce the port's observations against the plan into a ``PreflightVerdict`` (§2).
+
+    Raises ``RuntimeFault('port-contract-violation')`` for a repeated probe id, an answer of the wrong
+    kind, or no answer at all; a failed check is a verdict, never a fault.
+    """
+    wire = reduce_preflight_wire(plan, observations, resolve=resolve)
+    from evalquality_core.artifacts.base import read_artifact
+    from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
+
+    return read_artifact(PreflightVerdict, wire, VERDICT_PATH)
