@@ -1,0 +1,1 @@
+"""The AD-20 coverage discipline rules (scoring.md §6)."""
