@@ -1,0 +1,232 @@
+"""The contract-strength gate: compare a run with ``corpus/expected-strength.json`` (harness.md A.5, A.11).
+
+Exit 2 when a suite could not run, a written artifact failed its schema, the baseline is missing or
+unreadable, or any *environment* fact moved (a suite or probe the baseline does not record or that
+this run did not produce, a pre-flight outcome string, a planned leg count; a null count against a
+recorded integer counts). Else exit 1 when any probe's verdict moved. Else 0. Movement in either
+direction fails: "a baseline nobody has to update is a baseline nobody reads".
+
+The baseline is a projection of the per-suite ``contract-strength.json`` documents, in the TEA shape
+of harness.md A.11 minus ``comparableResult`` (the evidence files hold it). It is written as indented
+JSON, not canonical JSON, because people review its diffs. A run over a subset of suites (``--suite``)
+compares, and ``--update-baseline`` rewrites, only those suites.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from evalquality_core.artifacts.base import (
+    ArtifactModel,
+    BehaviorId,
+    Digest,
+    NonNegativeInt,
+    read_artifact,
+    to_wire,
+)
+from evalquality_core.canonical import scan_json
+from evalquality_core.faults import RuntimeFault
+from evalquality_core.registries import ProbeClass, Verdict
+from flows.strength_document import StrengthVector, SuiteStrength
+
+#: The baseline's file name under the corpus root (harness.md A.5).
+BASELINE_FILE = "expected-strength.json"
+
+#: Exit codes of the gate (harness.md A.0 exit classes).
+EXIT_MATCHED = 0
+EXIT_MEASURED_MOVE = 1
+EXIT_ENVIRONMENT = 2
+
+MoveKind = Literal["environment", "measured"]
+
+
+class BaselineProbe(ArtifactModel):
+    """One probe's recorded result (harness.md A.11, without ``comparableResult``)."""
+
+    probe_class: ProbeClass
+    expected_clean: bool
+    behavior_id: BehaviorId | None
+    preflight: str
+    preflight_legs: NonNegativeInt | None
+    verdict: Verdict | None
+    exit_code: NonNegativeInt
+    strict_promotable: bool | None
+    basis: list[str]
+    qualification: list[str] | None
+    strength: StrengthVector | None
+
+
+class BaselineSuite(ArtifactModel):
+    """One suite's recorded result (harness.md A.11)."""
+
+    contract_id: str
+    corpus_digest: Digest
+    probe_count: NonNegativeInt
+    strength: StrengthVector
+    unsatisfied_coverage_rules: list[str]
+    probes: dict[str, BaselineProbe]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One difference between the run and the baseline; ``kind`` decides its exit class."""
+
+    kind: MoveKind
+    suite: str
+    probe: str | None
+    what: str
+    recorded: Any
+    now: Any
+
+    def describe(self) -> str:
+        """One line naming the suite, the probe and both values, e.g. for the run summary."""
+        where = f"{self.suite} {self.probe}" if self.probe else self.suite
+        return f"{where}: {self.what} moved {_show(self.recorded)} -> {_show(self.now)}"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's decision: exit code, every move, and every problem that stopped measurement."""
+
+    exit_code: int
+    moves: list[Move] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Human lines for the summary: problems first, then every move, or the all-matched sentence."""
+        out = [f"could not measure: {p}" for p in self.problems]
+        out += [m.describe() for m in self.moves]
+        if self.exit_code == EXIT_MATCHED:
+            out.append("every probe matched the outcome the baseline records")
+        return out
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def project_suite(document: SuiteStrength) -> BaselineSuite:
+    """The baseline entry of one suite: the A.11 fields of its contract-strength document."""
+    probes = {
+        probe_id: BaselineProbe(
+            probe_class=p.probe_class,
+            expected_clean=p.expected_clean,
+            behavior_id=p.behavior_id,
+            preflight=p.preflight,
+            preflight_legs=p.preflight_legs,
+            verdict=p.verdict,
+            exit_code=p.exit_code,
+            strict_promotable=p.strict_promotable,
+            basis=list(p.basis),
+            qualification=None if p.qualification is None else list(p.qualification),
+            strength=p.strength,
+        )
+        for probe_id, p in sorted(document.probes.items())
+    }
+    return BaselineSuite(
+        contract_id=document.contract_id,
+        corpus_digest=document.corpus_digest,
+        probe_count=document.probe_count,
+        strength=document.strength,
+        unsatisfied_coverage_rules=list(document.unsatisfied_coverage_rules),
+        probes=probes,
+    )
+
+
+def read_baseline(path: Path) -> dict[str, BaselineSuite] | None:
+    """Read the baseline; ``None`` when the file is missing; ``RuntimeFault`` naming the path when malformed."""
+    if not path.is_file():
+        return None
+    data = scan_json(path.read_bytes(), str(path))
+    if not isinstance(data, dict):
+        raise RuntimeFault("schema-parse-failure", str(path), "expected an object keyed by suite")
+    return {suite: read_artifact(BaselineSuite, entry, f"{path}.{suite}") for suite, entry in data.items()}
+
+
+def render_baseline(suites: Mapping[str, BaselineSuite]) -> str:
+    """The baseline file's text: suites and probes sorted, two-space indent, trailing newline."""
+    value = {name: to_wire(suites[name]) for name in sorted(suites)}
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def update_baseline(path: Path, documents: Iterable[SuiteStrength]) -> dict[str, BaselineSuite]:
+    """Rewrite the baseline from this run's documents, keeping recorded suites this run did not cover."""
+    try:
+        recorded = read_baseline(path) or {}
+    except RuntimeFault:
+        recorded = {}  # a malformed baseline is replaced wholesale by the update it asked for
+    merged = dict(recorded)
+    for document in documents:
+        merged[document.suite] = project_suite(document)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render_baseline(merged), encoding="utf-8")
+    tmp.replace(path)
+    return merged
+
+
+def compare_with_baseline(
+    documents: Mapping[str, SuiteStrength],
+    baseline: Mapping[str, BaselineSuite] | None,
+    *,
+    could_not_run: Mapping[str, str] | None = None,
+    schema_failures: Iterable[str] = (),
+    compare_verdicts: bool = True,
+) -> GateResult:
+    """Decide the exit code of a run (harness.md A.5), naming every move in either direction.
+
+    ``documents`` maps each suite that ran to its document; ``could_not_run`` maps each suite that
+    did not to its reason; ``schema_failures`` lists artifacts that failed their schema. With
+    ``compare_verdicts`` false (a pre-flight-only run) verdicts are not compared.
+    """
+    problems = [f"suite {name}: {reason}" for name, reason in sorted((could_not_run or {}).items())]
+    problems += [f"artifact failed its schema: {failure}" for failure in schema_failures]
+    if baseline is None:
+        problems.append(f"baseline {BASELINE_FILE} is missing (run with --update-baseline to record one)")
+        return GateResult(EXIT_ENVIRONMENT, [], problems)
+    moves: list[Move] = []
+    for suite in sorted(documents):
+        moves += _suite_moves(suite, documents[suite], baseline.get(suite), compare_verdicts)
+    moves.sort(key=lambda m: (m.kind != "environment", m.suite, m.probe or "", m.what))
+    if problems or any(m.kind == "environment" for m in moves):
+        code = EXIT_ENVIRONMENT
+    elif moves:
+        code = EXIT_MEASURED_MOVE
+    else:
+        code = EXIT_MATCHED
+    return GateResult(code, moves, problems)
+
+
+def _suite_moves(
+    suite: str, document: SuiteStrength, recorded: BaselineSuite | None, compare_verdicts: bool
+) -> list[Move]:
+    if recorded is None:
+        return [Move("environment", suite, None, "suite", "not in the baseline", "ran")]
+    moves: list[Move] = []
+    for probe_id in sorted(set(recorded.probes) | set(document.probes)):
+        was = recorded.probes.get(probe_id)
+        now = document.probes.get(probe_id)
+        if was is None:
+            moves.append(Move("environment", suite, probe_id, "probe", "not in the baseline", "ran"))
+            continue
+        if now is None:
+            moves.append(Move("environment", suite, probe_id, "probe", "recorded", "did not run"))
+            continue
+        if was.preflight != now.preflight:
+            moves.append(Move("environment", suite, probe_id, "pre-flight", was.preflight, now.preflight))
+        # A null count against a recorded integer is a move too, so a broken sink cannot pass (A.5).
+        if was.preflight_legs != now.preflight_legs:
+            moves.append(
+                Move("environment", suite, probe_id, "planned legs", was.preflight_legs, now.preflight_legs)
+            )
+        if compare_verdicts and was.verdict != now.verdict:
+            moves.append(Move("measured", suite, probe_id, "verdict", was.verdict or "Invalid", now.verdict or "Invalid"))
+    return moves

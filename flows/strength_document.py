@@ -1,0 +1,114 @@
+"""The per-suite ``contract-strength.json`` document the contract_strength flow writes (harness.md A.4).
+
+One document per suite: the contract's strength vector plus, per probe, its class, pre-flight outcome,
+planned leg count, verdict, exit code, basis and qualification reasons. The per-probe fields use the
+names of the TEA baseline (harness.md A.11) so the baseline is a projection of this document.
+
+The one decision that is not obvious: the document holds only what the inputs determine (no clock,
+no cache counters), so two runs over the same corpus write byte-identical documents; run costs live
+in the flow's summary and the cost record instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from evalquality_core.artifacts.base import (
+    ArtifactModel,
+    BehaviorId,
+    Digest,
+    NonNegativeInt,
+    read_artifact,
+    to_wire,
+)
+from evalquality_core.canonical import scan_json, serialize_artifact
+from evalquality_core.registries import ProbeClass, Verdict
+
+#: File name of the per-suite document (harness.md A.4 step 3).
+CONTRACT_STRENGTH_FILE = "contract-strength.json"
+#: What the document's ``document`` field says, so a reader can tell it from other JSON in the folder.
+DOCUMENT_KIND = "contract-strength"
+#: Version of this document's shape; bump it when a field changes meaning.
+DOCUMENT_VERSION = 1
+
+#: The three classes of the strength vector, in the spec's order (scoring.md §5.3).
+VECTOR_CLASSES: tuple[str, ...] = ("defect", "gameability", "zero-action")
+
+
+class ClassStrength(ArtifactModel):
+    """One class of a strength vector: unique probes exercised and caught, and their rate (or null)."""
+
+    exercised: NonNegativeInt
+    caught: NonNegativeInt
+    rate: float | None
+
+
+class StrengthVector(ArtifactModel):
+    """``{defect, gameability, zero-action}``; a class is null when no eligible probe has it (§5.3)."""
+
+    defect: ClassStrength | None
+    gameability: ClassStrength | None
+    zero_action: ClassStrength | None = Field(alias="zero-action")
+
+
+class ProbeStrength(ArtifactModel):
+    """What one probe contributed to its suite's run (harness.md A.11 names).
+
+    ``preflight`` is ``passed`` or ``failed: <sorted unique failed check kinds>`` (harness.md A.5);
+    ``verdict`` is null for the Invalid rung; ``qualification`` is null when the probe qualified, else
+    the reason code of every refused condition; ``evidence_digest`` names ``evidence-<probe>.json``
+    (null when no artifact was minted, i.e. on Invalid).
+    """
+
+    probe_class: ProbeClass
+    expected_clean: bool
+    behavior_id: BehaviorId | None
+    preflight: str
+    preflight_legs: NonNegativeInt | None
+    trials: NonNegativeInt
+    verdict: Verdict | None
+    exit_code: NonNegativeInt
+    strict_promotable: bool | None
+    basis: list[str]
+    qualification: list[str] | None
+    strength: StrengthVector | None
+    evidence_digest: Digest | None
+
+
+class SuiteStrength(ArtifactModel):
+    """The ``contract-strength.json`` document of one suite."""
+
+    document: str
+    document_version: NonNegativeInt
+    suite: str
+    contract_id: str
+    contract_digest: Digest
+    corpus_digest: Digest
+    brief_digest: Digest | None
+    aggregate_digest: Digest | None
+    aggregate_refusal: str | None
+    probe_count: NonNegativeInt
+    strength: StrengthVector
+    unsatisfied_coverage_rules: list[str]
+    probes: dict[str, ProbeStrength]
+
+
+def read_suite_strength(path: Path) -> SuiteStrength:
+    """Read and validate one ``contract-strength.json``; a bad file raises ``RuntimeFault`` naming it."""
+    data = scan_json(path.read_bytes(), str(path))
+    return read_artifact(SuiteStrength, data, str(path))
+
+
+def write_suite_strength(document: SuiteStrength, path: Path) -> None:
+    """Write the document as canonical JSON plus a newline (artifacts.md §1)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_bytes(serialize_artifact(to_wire(document)))
+    tmp.replace(path)
+
+
+def rate_of(caught: int, exercised: int) -> float | None:
+    """``caught / exercised``, null when nothing was exercised (scoring.md §5.3)."""
+    return None if exercised == 0 else caught / exercised
