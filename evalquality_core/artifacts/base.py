@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from pydantic.alias_generators import to_camel
 
 from evalquality_core.canonical.json import check_value_domain
-from evalquality_core.faults import RuntimeFault
+from evalquality_core.faults import FAILURE_CODES, RuntimeFault, StructuralFailure
 from evalquality_core.registries import DIGEST_PATTERN, SLUG_PATTERN
 
 Slug = Annotated[str, Field(pattern=SLUG_PATTERN)]
@@ -33,11 +33,18 @@ SchemaVersionInt = Annotated[int, Field(ge=1, le=2**53 - 1)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 UnsignedDecimal = Annotated[str, Field(pattern=r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")]
 PositiveDecimal = Annotated[str, Field(pattern=r"^([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)$")]
-#: RFC 3339 UTC timestamp with ``Z`` (calendar validity is checked by the schema regex in the reference;
-#: we check the shape here and leave calendar validation to the model that needs it).
+#: RFC 3339 UTC timestamp with ``Z`` only, optional seconds and fraction, calendar-validated (leap
+#: years included) exactly as the reference schemas' regex does (artifacts.md §2.0), ASCII digits only.
 Timestamp = Annotated[
     str,
-    Field(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]+)?)?Z$"),
+    Field(
+        pattern=(
+            r"^(?:(?:[0-9]{2}[2468][048]|[0-9]{2}[13579][26]|[0-9]{2}0[48]|[02468][048]00|[13579][26]00)-02-29"
+            r"|[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+            r"|(?:02)-(?:0[1-9]|1[0-9]|2[0-8])))"
+            r"T(?:(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]+)?)?Z)$"
+        )
+    ),
 ]
 
 __all__ = [
@@ -96,10 +103,25 @@ class LineageArtifact(ArtifactModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _error_path(root: str, loc: tuple[int | str, ...]) -> str:
+def _error_path(root: str, loc: tuple[int | str, ...], data: Any = None) -> str:
+    """Render a pydantic error location as a document path, walking ``data`` alongside.
+
+    Pydantic puts a union's tag into the location (``…permittedInterfaces[0].cli.operations``); a
+    non-final segment that is not a key of the object being walked is such a tag and is dropped, so
+    the path names only wire keys and indexes.
+    """
     path = root
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    node = data
+    last = len(loc) - 1
+    for position, part in enumerate(loc):
+        if isinstance(part, int):
+            path += f"[{part}]"
+            node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            continue
+        if position < last and isinstance(node, dict) and part not in node:
+            continue  # a discriminated union's tag, not a key of the document
+        path += f".{part}"
+        node = node.get(part) if isinstance(node, dict) else None
     return path
 
 
@@ -108,7 +130,8 @@ def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -
 
     Raises ``schema-version-mismatch`` when the model is a lineage artifact and the stamp is not one
     it reads (checked before the shape), ``non-canonicalizable-value`` outside the AD-36 domain, and
-    ``schema-parse-failure`` naming the first failing path otherwise.
+    ``schema-parse-failure`` naming the first failing path otherwise. A model-raised error whose type
+    is a compile failure code is raised as that ``StructuralFailure`` instead.
     """
     root = artifact_path or getattr(model, "ARTIFACT_NAME", model.__name__)
     if issubclass(model, LineageArtifact) and model.ACCEPTED_SCHEMA_VERSIONS:
@@ -126,11 +149,19 @@ def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -
     try:
         return model.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A model may recognise an out-of-scope form and name its compile failure code (e.g. the
+        # MCP tool-call form → unsupported-interface-kind, contract.py); that outranks shape errors.
+        for error in errors:
+            if error["type"] in FAILURE_CODES:
+                raise StructuralFailure(
+                    error["type"], _error_path(root, tuple(error["loc"]), data), error["msg"]
+                ) from None
+        first = errors[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise RuntimeFault(
             "schema-parse-failure",
-            _error_path(root, tuple(first["loc"])),
+            _error_path(root, tuple(first["loc"]), data),
             f"{first['msg']}{more}",
         ) from None
 
