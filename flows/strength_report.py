@@ -195,7 +195,8 @@ svg text{font-family:inherit}
 def _bar_chart(documents: Mapping[str, SuiteStrength]) -> str:
     """Horizontal bars: one group per contract, one bar per charted class, labelled caught/exercised."""
     names = sorted(documents)
-    label_w, bar_w, row_h, pad = 240, 360, 18, 28
+    # Room for the longest suite name at ~7 px a character (12 px font), so no label is clipped.
+    label_w, bar_w, row_h, pad = max(120, 7 * max(len(n) for n in names) + 16), 360, 18, 28
     height = pad * 2 + len(names) * (row_h * len(CHART_CLASSES) + 12)
     width = label_w + bar_w + 150
     out = [f'<svg role="img" aria-label="Strength per contract" width="{width}" height="{height}" '
@@ -242,7 +243,8 @@ def _history_chart(nights: Sequence[Mapping[str, Any]]) -> str:
     """Lines across nights: one per contract, its combined defect+gameability rate; gaps where null."""
     suites = sorted({name for night in nights for name in night.get("suites", {})})
     left, top, plot_w, plot_h = 48, 16, 640, 220
-    width, height = left + plot_w + 260, top + plot_h + 48
+    legend_w = 7 * max((len(n) for n in suites), default=0) + 60
+    width, height = left + plot_w + 40 + legend_w, max(top + plot_h + 48, top + 16 * len(suites) + 16)
     n = len(nights)
 
     def x_of(i: int) -> float:
@@ -262,6 +264,8 @@ def _history_chart(nights: Sequence[Mapping[str, Any]]) -> str:
             out.append(f'<text x="{x_of(i):.1f}" y="{top + plot_h + 18}" font-size="10" text-anchor="middle" fill="#6b7280">{label}</text>')
     for index, name in enumerate(suites):
         color = _PALETTE[index % len(_PALETTE)]
+        # Past the palette, lines repeat a colour with a dash pattern so two contracts never look alike.
+        dash = "" if index < len(_PALETTE) else ' stroke-dasharray="6 3"'
         segment: list[str] = []
         segments: list[list[str]] = []
         for i, night in enumerate(nights):
@@ -279,10 +283,11 @@ def _history_chart(nights: Sequence[Mapping[str, Any]]) -> str:
             segments.append(segment)
         for points in segments:
             if len(points) > 1:
-                out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(points)}"/>')
+                out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{" ".join(points)}"/>')
         ly = top + 4 + index * 16
-        out.append(f'<rect x="{left + plot_w + 16}" y="{ly}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{left + plot_w + 32}" y="{ly + 9}" font-size="11">{html.escape(name)}</text>')
+        lx = left + plot_w + 40
+        out.append(f'<line x1="{lx}" y1="{ly + 5}" x2="{lx + 18}" y2="{ly + 5}" stroke="{color}" stroke-width="3"{dash}/>')
+        out.append(f'<text x="{lx + 24}" y="{ly + 9}" font-size="11">{html.escape(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
