@@ -90,6 +90,18 @@ class EvalQualityFault(Exception):
         self.detail = detail
         super().__init__(f"{code} in {artifact_path}: {detail}")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Picklable despite the keyword-only constructor, so a fault can cross a thread/process
+        # boundary (Prefect task states, process pools) and come back as the same class.
+        return (_restore_fault, (type(self), dict(self.__dict__), self.args))
+
+
+def _restore_fault(cls: type[EvalQualityFault], state: dict[str, object], args: tuple[object, ...]) -> EvalQualityFault:
+    fault = cls.__new__(cls)
+    Exception.__init__(fault, *args)
+    fault.__dict__.update(state)
+    return fault
+
 
 class StructuralFailure(EvalQualityFault):
     """A compile-time failure (AD-5): the artifact is well-formed but breaks a rule of the design."""
