@@ -17,6 +17,7 @@ from typing import Any
 
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.evaluate.pointers import as_wire, decode_tokens
+from evalquality_core.evaluate.resolution import ResolutionContext, resolve_check
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import PlannedCheck, PlannedLeg, PreflightPlan, declares_request_keys
 from evalquality_core.registries import PreflightCheckKind, PreflightCheckOutcome
@@ -221,19 +222,22 @@ def resolve_relation(
 ) -> str:
     """Resolve an AD-4 relation over ``{legId: evidence}`` → ``"true"``/``"false"``/``"insufficient-evidence"``.
 
-    Uses the package's check evaluator with this operation's collection predicate and the reference
-    sets of the contract, at the regex budget of §2.2.
+    Uses the package's check evaluator with this operation's collection predicate (every bound leg
+    answers the same operation) and the contract's reference sets, at the regex budget of §2.2.
     """
-    from evalquality_core.evaluate.resolution import resolve_witness_relation
-
-    return resolve_witness_relation(
-        relation,
-        evidence_by_leg,
-        operation,
-        reference_sets=plan.reference_sets,
-        reference_set_keys=plan.reference_set_keys,
-        regex_budget=WITNESS_REGEX_BUDGET,
+    locations = (operation.get("responseDescriptor") or {}).get("collectionLocations") or []
+    tails = [decode_tokens(location["pointer"]) for location in locations]
+    context = ResolutionContext(
+        bound=evidence_by_leg,
+        reference_sets={
+            set_id: {"keys": plan.reference_set_keys[set_id], "members": members}
+            for set_id, members in plan.reference_sets.items()
+        },
+        collection_locations=frozenset((leg_id, tail) for leg_id in evidence_by_leg for tail in tails),
+        regex_step_budget=WITNESS_REGEX_BUDGET,
+        artifact_path=f"EvalContract.permittedInterfaces.operations[operationId={operation['operationId']}]",
     )
+    return resolve_check(relation, context).resolution
 
 
 # --- the six checks (§2.3, §2.4) ----------------------------------------------------------------
