@@ -1,0 +1,209 @@
+"""Staging: a fresh workspace for one run of a suite's system, clean or with one declared mutation.
+
+A staged workspace is a directory with two children (harness.md A.7):
+
+* ``system/`` — a copy of the suite's ``system/``, with at most one mutation from ``mutations/``
+  applied to its target file. The system lives beside the working directory, never inside it, so
+  a run cannot read its own source (the ``source-code`` forbidden input).
+* ``work/``   — the working directory of every command, staged from the suite's fixture sets as
+  ``suite.toml`` places them. The suite's evaluation folder (contract, probes, mutations, evidence,
+  trials) is never copied, so a target cannot read which defect was planted.
+
+Every workspace is new: two legs never share one, because a leg would read the other's artifacts.
+The pre-flight flow stages one per leg with :func:`stage_for_leg`; the reference evaluator and the
+generator stage one per trial with :func:`stage_workspace`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalquality_core.canonical import digest_bytes, digest_directory
+
+#: The corpus root: ``corpus/suites`` in this checkout.
+SUITES_ROOT = Path(__file__).resolve().parent.parent / "suites"
+
+
+class StagingError(Exception):
+    """A suite or mutation that cannot be staged faithfully; the message names the file and why."""
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One controlled mutation declared as data in ``mutations/<name>.json``.
+
+    ``find`` must occur exactly once in the target file; applying the mutation replaces it with
+    ``replace``. ``naive_check`` is set on gameability variants only: the naive oracle (an
+    Expression) the degenerate response satisfies.
+    """
+
+    mutation_id: str
+    probe_id: str
+    operator: str
+    target: str
+    description: str
+    find: str
+    replace: str
+    naive_check: dict[str, Any] | None
+    source_path: Path
+
+    def apply(self, text: str) -> str:
+        """The target file's text with this mutation applied; refuses a find that is absent or repeated."""
+        count = text.count(self.find)
+        if count != 1:
+            raise StagingError(
+                f"{self.source_path}: the text to replace occurs {count} times in {self.target}, not exactly once"
+            )
+        return text.replace(self.find, self.replace)
+
+
+@dataclass(frozen=True)
+class StagedWorkspace:
+    """A staged workspace: its root, the two children, and digests that identify what was staged."""
+
+    root: Path
+    system_dir: Path
+    work_dir: Path
+    mutation_id: str | None
+    system_digest: str
+    work_digest: str
+
+
+def suite_dir(suite: str | Path) -> Path:
+    """The directory of a suite given its name (under :data:`SUITES_ROOT`) or its path."""
+    path = Path(suite)
+    if not path.is_absolute() and not path.exists():
+        path = SUITES_ROOT / str(suite)
+    if not (path / "contract.json").is_file():
+        raise StagingError(f"{path}: not a suite (no contract.json)")
+    return path
+
+
+def suite_names() -> list[str]:
+    """The names of every suite under :data:`SUITES_ROOT`, sorted."""
+    return sorted(p.name for p in SUITES_ROOT.iterdir() if (p / "contract.json").is_file())
+
+
+def read_suite_settings(suite: str | Path) -> dict[str, Any]:
+    """The suite's ``suite.toml``: ``system-id`` and the ``fixtures`` table (fixture set → path under work/)."""
+    path = suite_dir(suite) / "suite.toml"
+    try:
+        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as problem:
+        raise StagingError(f"{path}: {problem}") from problem
+    if not isinstance(settings.get("fixtures"), dict) or not settings["fixtures"]:
+        raise StagingError(f"{path}: a [fixtures] table naming at least one fixture set is required")
+    return settings
+
+
+def load_mutations(suite: str | Path) -> dict[str, Mutation]:
+    """Every mutation of the suite, keyed by the probe id it serves (one mutation per probe)."""
+    mutations: dict[str, Mutation] = {}
+    for path in sorted((suite_dir(suite) / "mutations").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            mutation = Mutation(
+                mutation_id=path.stem,
+                probe_id=data["probeId"],
+                operator=data["operator"],
+                target=data["target"],
+                description=data["description"],
+                find=data["find"],
+                replace=data["replace"],
+                naive_check=data.get("naiveCheck"),
+                source_path=path,
+            )
+        except (OSError, ValueError, KeyError, TypeError) as problem:
+            raise StagingError(f"{path}: not a mutation declaration ({problem!r})") from problem
+        if not mutation.target.startswith("system/"):
+            raise StagingError(f"{path}: a mutation's target must be a file under system/")
+        if mutation.probe_id in mutations:
+            raise StagingError(f"{path}: probe {mutation.probe_id} already has a mutation")
+        mutations[mutation.probe_id] = mutation
+    return mutations
+
+
+def mutation_for_probe(suite: str | Path, probe_id: str) -> Mutation | None:
+    """The mutation a probe plants, or None (a clean control plants nothing)."""
+    return load_mutations(suite).get(probe_id)
+
+
+def fault_leg_ids(probe: dict[str, Any]) -> set[str]:
+    """The leg ids of a probe's manifestation witnesses: the legs that run against its mutation."""
+    return {
+        defect["manifestationWitness"]["legId"]
+        for defect in probe.get("defects", [])
+        if defect.get("manifestationWitness") is not None
+    }
+
+
+def mutation_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str) -> Mutation | None:
+    """Which mutation a pre-flight leg of ``probe`` runs against.
+
+    A seeded-fault leg (a manifestation witness of one of the probe's defects) runs against the
+    probe's mutation; every other leg (sensitivity, control) runs against the clean system, which is
+    what makes those legs clean for ``seeded-faults-scoped`` (preflight-adapter.md §2.4).
+    """
+    if leg_id in fault_leg_ids(probe):
+        mutation = mutation_for_probe(suite, probe["probeId"])
+        if mutation is None:
+            raise StagingError(f"probe {probe['probeId']} has a fault leg {leg_id!r} but no declared mutation")
+        return mutation
+    return None
+
+
+def tree_digest(directory: Path) -> str:
+    """Directory digest of every file under ``directory`` (relative '/' paths → raw-bytes digests)."""
+    members = {
+        path.relative_to(directory).as_posix(): digest_bytes(path.read_bytes())
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+    if not members:
+        raise StagingError(f"{directory}: nothing to digest")
+    return digest_directory(members)
+
+
+def stage_workspace(suite: str | Path, destination: Path, mutation: Mutation | None = None) -> StagedWorkspace:
+    """Stage a fresh workspace for ``suite`` at ``destination`` (which must not exist or be empty).
+
+    Copies ``system/`` (applying ``mutation`` to its target, preserving the exec bit) and every
+    fixture set into ``work/``. Raises :class:`StagingError` on anything it cannot stage faithfully.
+    """
+    source = suite_dir(suite)
+    settings = read_suite_settings(source)
+    destination = Path(destination)
+    if destination.exists() and any(destination.iterdir()):
+        raise StagingError(f"{destination}: a workspace must be staged into a new, empty directory")
+    system_dir = destination / "system"
+    work_dir = destination / "work"
+    shutil.copytree(source / "system", system_dir, symlinks=False)
+    if mutation is not None:
+        target = destination / mutation.target
+        if not target.is_file():
+            raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
+        target.write_text(mutation.apply(target.read_text(encoding="utf-8")), encoding="utf-8")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for fixture_set, place in sorted(settings["fixtures"].items()):
+        fixture = source / "fixtures" / fixture_set
+        if not fixture.is_dir():
+            raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
+        shutil.copytree(fixture, (work_dir / place).resolve(), dirs_exist_ok=True, symlinks=False)
+    return StagedWorkspace(
+        root=destination,
+        system_dir=system_dir,
+        work_dir=work_dir,
+        mutation_id=None if mutation is None else mutation.mutation_id,
+        system_digest=tree_digest(system_dir),
+        work_digest=tree_digest(work_dir),
+    )
+
+
+def stage_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str, destination: Path) -> StagedWorkspace:
+    """Stage the workspace one pre-flight leg of ``probe`` runs in (see :func:`mutation_for_leg`)."""
+    return stage_workspace(suite, destination, mutation_for_leg(suite, probe, leg_id))
