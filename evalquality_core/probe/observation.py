@@ -1,0 +1,102 @@
+"""Observation assembly: the json/text/absent tags and the cli observation (preflight-adapter.md §4.7).
+
+Pure: an adapter hands in the bytes it captured and gets back a schema-checked ``CliProbeObservation``
+(or ``port-contract-violation``). Text that JavaScript's ``JSON.parse`` would accept becomes ``json``;
+the empty string and everything else is ``text``. Like the reference we refuse ``NaN``/``Infinity``,
+and also integers outside ±(2^53−1) and values outside the canonical domain (they stay ``text``).
+Bytes are decoded as UTF-8 with replacement, as a streaming JavaScript decoder does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from evalquality_core.artifacts.port_messages import (
+    AbsentPayload,
+    CliProbeObservation,
+    CliProbeRequest,
+    JsonPayload,
+    TextPayload,
+    read_probe_observation,
+)
+from evalquality_core.canonical.json import MAX_SAFE_INTEGER, check_value_domain
+from evalquality_core.faults import RuntimeFault
+
+__all__ = [
+    "assemble_cli_observation",
+    "decode_output",
+    "observation_to_wire_payload",
+    "observed_from_bytes",
+    "observed_from_text",
+]
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _refuse_constant(literal: str) -> Any:
+    raise _NotJson(literal)
+
+
+def _safe_int(literal: str) -> int:
+    number = int(literal)
+    if abs(number) > MAX_SAFE_INTEGER:
+        raise _NotJson(literal)
+    return number
+
+
+def decode_output(data: bytes) -> str:
+    """Captured bytes as text: UTF-8, invalid sequences replaced by U+FFFD."""
+    return data.decode("utf-8", errors="replace")
+
+
+def observed_from_text(text: str) -> JsonPayload | TextPayload:
+    """``bodyFromText``: ``""`` → text; JSON → json; anything else → text."""
+    if text == "":
+        return TextPayload(kind="text", value="")
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_int=_safe_int)
+        check_value_domain(value)
+    except (ValueError, _NotJson, RecursionError, RuntimeFault):
+        return TextPayload(kind="text", value=text)
+    return JsonPayload(kind="json", value=value)
+
+
+def observed_from_bytes(data: bytes | None) -> JsonPayload | TextPayload | AbsentPayload:
+    """``None`` (a file that was not there) → absent; bytes → ``observed_from_text`` of their text."""
+    if data is None:
+        return AbsentPayload(kind="absent")
+    return observed_from_text(decode_output(data))
+
+
+def assemble_cli_observation(
+    request: CliProbeRequest,
+    exit_code: int,
+    stdout: bytes,
+    stderr: bytes,
+    artifacts: Mapping[str, bytes | None],
+) -> CliProbeObservation:
+    """Echo the request's correlation triple and check the result against the observation schema;
+    a failure is ``port-contract-violation`` at ``ProbeObservation`` (§3.4 step 4)."""
+    wire = {
+        "kind": "cli",
+        "probeId": request.probe_id,
+        "interfaceId": request.interface_id,
+        "operationId": request.operation_id,
+        "exitCode": exit_code,
+        "stdout": observation_to_wire_payload(observed_from_bytes(stdout)),
+        "stderr": observation_to_wire_payload(observed_from_bytes(stderr)),
+        "artifacts": {key: observation_to_wire_payload(observed_from_bytes(data)) for key, data in artifacts.items()},
+    }
+    observation = read_probe_observation(wire, "ProbeObservation", code="port-contract-violation")
+    if not isinstance(observation, CliProbeObservation):  # the wire above always says "cli"
+        raise RuntimeFault("port-contract-violation", "ProbeObservation", "assembled a non-cli observation")
+    return observation
+
+
+def observation_to_wire_payload(payload: JsonPayload | TextPayload | AbsentPayload) -> dict[str, Any]:
+    """The wire form of one tagged payload."""
+    return payload.model_dump(mode="json", by_alias=True)

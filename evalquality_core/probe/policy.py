@@ -1,0 +1,179 @@
+"""``CommandTargetPolicy`` and the pure allow/deny decisions of the command-line adapter.
+
+preflight-adapter.md §4.1–4.2, harness.md A.1–A.2. Deny by default: an empty policy authorizes
+nothing; an authorization is keyed by the pair (interfaceId, executable) and every field is required,
+``permittedEnvironmentKeys`` included (``[]`` permits no declared key; ``PATH`` in any case is refused
+by the schema because it would choose which binary answers a logical name).
+
+Our one extension to the reference's shape is ``targetArgs``: fixed leading arguments placed between
+the target and the request's argv (``python3 runner.py …``), so a script need not carry a shebang and
+an exec bit. Like every other field it is required (``[]`` for none) and no request can change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, field_validator
+
+from evalquality_core.artifacts.base import ArtifactModel, NonEmptyStr
+from evalquality_core.artifacts.port_messages import (
+    CliProbeRequest,
+    EnvironmentKeyName,
+    Identifier,
+)
+from evalquality_core.faults import ForbiddenTargetReason, RuntimeFault
+
+__all__ = [
+    "MAX_ELAPSED_MS",
+    "CommandTargetAuthorization",
+    "CommandTargetPolicy",
+    "TargetDecision",
+    "evaluate_environment",
+    "evaluate_request",
+    "evaluate_target",
+    "forbidden_target_fault",
+    "parse_command_target_policy",
+]
+
+#: The elapsed budget is clamped to a signed 32-bit millisecond timer (4.1.2).
+MAX_ELAPSED_MS = 2_147_483_647
+
+
+class CommandTargetAuthorization(ArtifactModel):
+    """One authorized (interfaceId, executable) pair: where it runs and within which budgets."""
+
+    interface_id: Identifier
+    executable: Identifier
+    #: The real file: absolute, a bare name found through the adapter's own PATH, or a path with a
+    #: ``/`` relative to ``cwd``.
+    target: NonEmptyStr
+    #: Fixed leading arguments (our extension; ``[]`` for none).
+    target_args: list[str]
+    permitted_subcommand_paths: Annotated[list[list[Identifier]], Field(min_length=1)]
+    permitted_environment_keys: list[EnvironmentKeyName]
+    #: The working directory; when relative, it is resolved against the caller's per-call workdir.
+    cwd: NonEmptyStr
+    #: Artifact id → path, relative to ``cwd`` unless absolute.
+    artifacts: dict[Identifier, NonEmptyStr]
+    max_elapsed_ms: Annotated[int, Field(ge=1, le=MAX_ELAPSED_MS)]
+    #: Applied separately to stdout, stderr and each artifact file.
+    max_output_bytes: Annotated[int, Field(ge=1)]
+
+    @field_validator("permitted_environment_keys")
+    @classmethod
+    def _path_is_never_permitted(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            if key.upper() == "PATH":
+                raise ValueError(
+                    f'environment key "{key}" is never permitted: the adapter supplies its own PATH'
+                )
+        return keys
+
+
+class CommandTargetPolicy(ArtifactModel):
+    """``{authorizations: [...]}``; an empty list authorizes nothing."""
+
+    authorizations: list[CommandTargetAuthorization]
+
+
+def _pointer(loc: tuple[int | str, ...]) -> str:
+    if not loc:
+        return "(root)"
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in loc)
+
+
+def parse_command_target_policy(value: Any, artifact_path: str = "CommandTargetPolicy") -> CommandTargetPolicy:
+    """Validate a JSON value (camelCase keys) as a policy, or raise ``schema-parse-failure``.
+
+    The detail lists every issue as ``<RFC 6901 pointer>: <message>`` joined by ``; ``.
+    """
+    try:
+        return CommandTargetPolicy.model_validate(value, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        issues = "; ".join(f"{_pointer(tuple(err['loc']))}: {err['msg']}" for err in exc.errors())
+        raise RuntimeFault(
+            "schema-parse-failure",
+            artifact_path,
+            f"input does not conform to the CommandTargetPolicy schema: {issues}",
+        ) from None
+
+
+@dataclass(frozen=True)
+class TargetDecision:
+    """An allow (with the matching authorization) or a deny (with a reason and a detail)."""
+
+    allowed: bool
+    authorization: CommandTargetAuthorization | None
+    reason: ForbiddenTargetReason | None
+    detail: str
+
+
+def _deny(reason: ForbiddenTargetReason, detail: str) -> TargetDecision:
+    return TargetDecision(False, None, reason, detail)
+
+
+def evaluate_target(
+    policy: CommandTargetPolicy, interface_id: str, executable: str, subcommand_path: list[str]
+) -> TargetDecision:
+    """§4.1 ``evaluateCommandTarget``: the pair must be mapped, and the subcommand path listed exactly.
+
+    With no authorization for the pair, the reason is ``executable-not-authorized`` when some
+    authorization names the interface and ``interface-not-authorized`` otherwise. The first matching
+    authorization in declaration order that lists the exact path wins.
+    """
+    matching = [a for a in policy.authorizations if a.interface_id == interface_id and a.executable == executable]
+    if not matching:
+        reason: ForbiddenTargetReason = (
+            "executable-not-authorized"
+            if any(a.interface_id == interface_id for a in policy.authorizations)
+            else "interface-not-authorized"
+        )
+        return _deny(reason, f'no authorization names interface "{interface_id}" and executable "{executable}" together')
+    for authorization in matching:
+        if any(list(path) == list(subcommand_path) for path in authorization.permitted_subcommand_paths):
+            return TargetDecision(True, authorization, None, "authorized")
+    return _deny(
+        "subcommand-not-authorized",
+        f"subcommand path [{', '.join(subcommand_path)}] is not among the authorized paths for "
+        f'interface "{interface_id}" and executable "{executable}"',
+    )
+
+
+def evaluate_environment(authorization: CommandTargetAuthorization, keys: list[str]) -> TargetDecision:
+    """§4.2 step 4: every declared environment key must be permitted (exact, case-sensitive);
+    ``PATH`` in any case is refused outright."""
+    for key in keys:
+        if key.upper() == "PATH":
+            return _deny(
+                "environment-key-not-authorized",
+                f'environment key "{key}" is never permitted: it would choose which binary runs',
+            )
+        if key not in authorization.permitted_environment_keys:
+            return _deny(
+                "environment-key-not-authorized",
+                f'environment key "{key}" is not permitted by this authorization',
+            )
+    return TargetDecision(True, authorization, None, "authorized")
+
+
+def evaluate_request(policy: CommandTargetPolicy, request: Any) -> TargetDecision:
+    """Every pre-spawn decision for one request, in the order of §4.2 (kind, target, environment)."""
+    if not isinstance(request, CliProbeRequest):
+        kind = getattr(request, "kind", type(request).__name__)
+        return _deny(
+            "interface-not-authorized",
+            f"this adapter runs cli requests only; no {kind} target is ever authorized",
+        )
+    decision = evaluate_target(policy, request.interface_id, request.executable, list(request.subcommand_path))
+    if not decision.allowed or decision.authorization is None:
+        return decision
+    return evaluate_environment(decision.authorization, list(request.channels.environment))
+
+
+def forbidden_target_fault(decision: TargetDecision, artifact_path: str = "ProbeRequest") -> RuntimeFault:
+    """The ``forbidden-target`` fault a denial raises (at ``ProbeRequest``, with its reason)."""
+    if decision.allowed or decision.reason is None:
+        raise ValueError("an allowed decision is not a fault")
+    return RuntimeFault("forbidden-target", artifact_path, decision.detail, reason=decision.reason)
