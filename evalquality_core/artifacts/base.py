@@ -29,8 +29,13 @@ ProbeId = Annotated[str, Field(pattern=r"^P-[0-9]{3,}$")]
 DefectId = Annotated[str, Field(pattern=r"^D-[0-9]{3,}$")]
 FindingId = Annotated[str, Field(pattern=r"^F-[0-9]{3,}$")]
 NonNegativeInt = Annotated[int, Field(ge=0, le=2**53 - 1)]
+SignedSafeInt = Annotated[int, Field(ge=-(2**53 - 1), le=2**53 - 1)]
 SchemaVersionInt = Annotated[int, Field(ge=1, le=2**53 - 1)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
+#: JSON numbers kept as read: an integer stays ``int``, a fraction ``float`` (strict mode, no coercion).
+NonNegativeNumber = Annotated[int, Field(ge=0, le=2**53 - 1)] | Annotated[float, Field(ge=0)]
+PositiveNumber = Annotated[int, Field(gt=0, le=2**53 - 1)] | Annotated[float, Field(gt=0)]
+UnitNumber = Annotated[int, Field(ge=0, le=1)] | Annotated[float, Field(ge=0, le=1)]
 UnsignedDecimal = Annotated[str, Field(pattern=r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")]
 PositiveDecimal = Annotated[str, Field(pattern=r"^([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)$")]
 #: RFC 3339 UTC timestamp with ``Z`` only, optional seconds and fraction, calendar-validated (leap
@@ -58,13 +63,17 @@ __all__ = [
     "LineageArtifact",
     "NonEmptyStr",
     "NonNegativeInt",
+    "NonNegativeNumber",
     "OracleId",
     "PositiveDecimal",
+    "PositiveNumber",
     "ProbeId",
     "RubricId",
     "SchemaVersionInt",
+    "SignedSafeInt",
     "Slug",
     "Timestamp",
+    "UnitNumber",
     "UnsignedDecimal",
     "WaiverId",
     "read_artifact",
@@ -118,8 +127,8 @@ def _error_path(root: str, loc: tuple[int | str, ...], data: Any = None) -> str:
             path += f"[{part}]"
             node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
             continue
-        if position < last and isinstance(node, dict) and part not in node:
-            continue  # a discriminated union's tag, not a key of the document
+        if not isinstance(node, dict) or (position < last and part not in node):
+            continue  # a union member's tag (``int``, ``cli``, ``pointer-form``…), not a document key
         path += f".{part}"
         node = node.get(part) if isinstance(node, dict) else None
     return path

@@ -30,6 +30,7 @@ from evalquality_core.artifacts.base import (
     NonNegativeInt,
     OracleId,
     RubricId,
+    SignedSafeInt,
     Slug,
     Timestamp,
     UnsignedDecimal,
@@ -103,6 +104,7 @@ __all__ = [
     "SiblingGroups",
     "StdinPayload",
     "StreamDescriptorChannel",
+    "TaggedPayload",
     "TestData",
     "TestDataEntry",
     "TextPayload",
@@ -120,8 +122,6 @@ __all__ = [
 CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5)
 #: The key whose presence on an ``mcp`` operation marks the out-of-scope tool-call form.
 TOOL_CALL_MARKER = "toolName"
-
-SignedSafeInt = Annotated[int, Field(ge=-(2**53 - 1), le=2**53 - 1)]
 
 # --- Tagged payloads (body, stdin, streams, artifacts) ----------------------------------------
 
@@ -148,8 +148,10 @@ class AbsentPayload(ArtifactModel):
 
 #: A transport witness body: json or absent.
 WitnessBody = Annotated[JsonPayload | AbsentPayload, Field(discriminator="kind")]
-#: A command stdin (and, in records, a stream or artifact): json, text or absent.
-StdinPayload = Annotated[JsonPayload | TextPayload | AbsentPayload, Field(discriminator="kind")]
+#: A tagged value: json, text or absent (command stdin; in records a stream or an artifact).
+TaggedPayload = Annotated[JsonPayload | TextPayload | AbsentPayload, Field(discriminator="kind")]
+#: A command's stdin input.
+StdinPayload = TaggedPayload
 
 # --- Behaviours, oracles, rubrics, waivers ----------------------------------------------------
 
