@@ -82,7 +82,9 @@ def binding_order(plan: Sequence[Mapping[str, Any]]) -> BindingOrder:
     placed: set[str] = set()
     tiers: list[tuple[str, ...]] = []
     while True:
-        tier = tuple(s for s in declared if s not in placed and incoming[s] <= placed and s not in incoming[s])
+        tier = tuple(
+            s for s in declared if s not in placed and incoming[s] <= placed and s not in incoming[s]
+        )
         if not tier:
             break
         tiers.append(tier)
@@ -132,7 +134,11 @@ def observation_satisfies_bindings(
                     return False
             elif "captured" in binding:
                 value = captured.get((step["stepId"], channel, key))
-                if value is None or value.status != "resolved" or not binding_deep_equal(value.value, observed):
+                if (
+                    value is None
+                    or value.status != "resolved"
+                    or not binding_deep_equal(value.value, observed)
+                ):
                     return False
             elif binding.get("matcher") == "type-violating":
                 shape = ((operation or {}).get("requestShape") or {}).get(channel) or {}

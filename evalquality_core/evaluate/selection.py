@@ -91,7 +91,9 @@ def _sort_key(observation: Mapping[str, Any]) -> tuple[int, str]:
     return (observation["sequence"], observation["observationId"])
 
 
-def base_candidates(step: Mapping[str, Any], observations: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def base_candidates(
+    step: Mapping[str, Any], observations: Iterable[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
     """scoring.md §2.1: observations of the step's operation, by ``sequence`` then ``observationId``.
 
     When both the step and an observation name an ``interfaceId`` (newest schemas), they must agree too.

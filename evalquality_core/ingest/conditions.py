@@ -59,13 +59,20 @@ INGEST_CONDITIONS: tuple[IngestConditionRow, ...] = (
     ),
     IngestConditionRow("dangling-citation", ("findingId", "unresolvedObservationIds"), "danglingCitations"),
     IngestConditionRow(
-        "dangling-disposition-citation", ("oracleId", "unresolvedObservationIds"), "danglingDispositionCitations"
+        "dangling-disposition-citation",
+        ("oracleId", "unresolvedObservationIds"),
+        "danglingDispositionCitations",
     ),
     IngestConditionRow("unwitnessed-quotation", ("quotations",), "unwitnessedQuotations"),
     IngestConditionRow("isolation-manifest-absent", (), "isolationViolation"),
     IngestConditionRow(
         "isolation-manifest-violation",
-        ("violation", "mountsOutsideAllowlist", "networkTargetsOutsideAllowlist", "toolCallsOutsideAllowlist"),
+        (
+            "violation",
+            "mountsOutsideAllowlist",
+            "networkTargetsOutsideAllowlist",
+            "toolCallsOutsideAllowlist",
+        ),
         "isolationViolation",
     ),
     IngestConditionRow("forbidden-input-not-withheld", ("inputs",), "forbiddenInputsNotWithheld"),

@@ -69,7 +69,8 @@ def _duplicates(record: Mapping[str, Any]) -> list[IngestCondition]:
     found.sort(key=lambda entry: (entry[0], entry[1]))
     return [
         IngestCondition(
-            "duplicate-record-identifier", {"subject": subject, "identifier": identifier, "occurrences": count}
+            "duplicate-record-identifier",
+            {"subject": subject, "identifier": identifier, "occurrences": count},
         )
         for subject, identifier, count in found
     ]
@@ -210,5 +211,7 @@ def ingest(
         conditions=tuple(conditions),
         unwitnessed_quotations=quotations,
         isolation_violation=tuple(violations),
-        contract_digest_matches=None if contract is None else digest_artifact(as_wire(contract)) == rec["contractDigest"],
+        contract_digest_matches=None
+        if contract is None
+        else digest_artifact(as_wire(contract)) == rec["contractDigest"],
     )

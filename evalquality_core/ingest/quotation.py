@@ -66,7 +66,9 @@ def _integer_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def project_channel(observation: Mapping[str, Any], channel: str, artifact_id: str | None = None) -> str | None:
+def project_channel(
+    observation: Mapping[str, Any], channel: str, artifact_id: str | None = None
+) -> str | None:
     """One evidence channel of one observation as the text a quote must be a substring of (None: nothing)."""
     if channel == "response-body":
         body = observation.get("responseBody")
@@ -120,7 +122,9 @@ def audit_quotations(
                     witnessed = True
                     break
             if not witnessed:
-                unwitnessed.append(UnwitnessedQuotation(finding["findingId"], index, channel, quote, cited_ids))
+                unwitnessed.append(
+                    UnwitnessedQuotation(finding["findingId"], index, channel, quote, cited_ids)
+                )
     # Quotes are free text compared as ECMA does, by UTF-16 code unit.
     unwitnessed.sort(
         key=lambda u: (
