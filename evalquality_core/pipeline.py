@@ -9,9 +9,11 @@ nothing: every rule lives in the stage it calls.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalquality_core.artifacts.port_messages import read_probe_observation, read_probe_request
+from evalquality_core.canonical.digest import digest_bytes
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
@@ -88,3 +90,107 @@ def _reduce(plan: PreflightPlan, observations: Sequence[Any], sink: Sink | None)
     passed = as_wire(verdict)["passed"]
     _emit(sink, plan.run_id, f"reduced {len(plan.legs)} leg(s): {'passed' if passed else 'failed'}")
     return verdict
+
+
+# ---- scoring (scoring.md §9.2 steps 4–8; preflight-adapter.md §6) ------------------------------------
+
+
+class CorpusPortLike(Protocol):
+    """The corpus port: a private reference in, the bytes it names out (it never checks digests)."""
+
+    def resolve(self, private_ref: str) -> bytes:
+        """The bytes behind ``private_ref``, or a ``RuntimeFault`` (``port-failure``)."""
+
+
+class CorpusRootRequired(ValueError):
+    """A private reference needs resolving but no corpus port was supplied (the CLI's usage error 64)."""
+
+
+@dataclass(frozen=True)
+class ScoreRun:
+    """``run_score``'s answer: the artifact (None on the Invalid rung), the ladder, the qualification, and
+    the full scored result for callers that want more (a flow's report)."""
+
+    artifact: Any | None
+    ladder: Any
+    qualification: Any
+    result: Any
+
+
+def _verify_private(corpus: CorpusPortLike, private_ref: str, digest: str, path: str) -> None:
+    """AD-8: SHA-256 of the resolved bytes must equal the declared digest; a failed resolution counts too."""
+    try:
+        data = corpus.resolve(private_ref)
+    except RuntimeFault as fault:
+        raise RuntimeFault(
+            "digest-mismatch", path, f'private reference "{private_ref}" did not resolve: {fault.detail}'
+        ) from None
+    computed = digest_bytes(data)
+    if computed != digest:
+        raise RuntimeFault(
+            "digest-mismatch", path, f'private reference "{private_ref}" resolves to {computed}, not the declared {digest}'
+        )
+
+
+def private_references(records: Sequence[Any], private_manifest: Any | None) -> list[tuple[str, str, str]]:
+    """Every ``(privateRef, digest, artifactPath)`` that scoring must resolve and verify, in check order."""
+    needed: list[tuple[str, str, str]] = []
+    if private_manifest is not None:
+        for index, entry in enumerate(as_wire(private_manifest)["entries"]):
+            needed.append((entry["privateRef"], entry["digest"], f"PrivateArtifactManifest.entries[{index}]"))
+    for index, record in enumerate(records):
+        reference = as_wire(record)["isolationManifestArtifact"]
+        if reference["storage"] == "private":
+            needed.append(
+                (reference["privateRef"], reference["digest"], f"SealedRunRecord[{index}].isolationManifestArtifact")
+            )
+    return needed
+
+
+def run_score(
+    contract: Any,
+    probe: Any,
+    records: Sequence[Any],
+    policy: Any,
+    preflight_verdict: Any,
+    *,
+    corpus_digest: str,
+    isolation_manifest: Any | None = None,
+    evaluator_configuration: Any | None = None,
+    private_manifest: Any | None = None,
+    corpus: CorpusPortLike | None = None,
+    designated_oracle: str | None = None,
+) -> ScoreRun:
+    """Verify private references, ingest every record (one per trial), score the trial set, emit.
+
+    Raises ``CorpusRootRequired`` when a private reference needs resolving and ``corpus`` is None,
+    ``RuntimeFault('digest-mismatch')`` when resolved bytes disagree with their declared digest, and
+    ``DesignatedOracleError`` for a bad designated oracle. On the Invalid rung ``artifact`` is None
+    (nothing is minted); otherwise it is the EvidenceArtifact.
+    """
+    from evalquality_core.emit.emit import emit
+    from evalquality_core.ingest import ingest
+    from evalquality_core.score.score import designate_oracle, score
+
+    if not records:
+        raise ValueError("run_score needs at least one sealed run record (one per trial)")
+    designate_oracle(contract, probe, designated_oracle)  # a bad designation is refused before any work
+    needed = private_references(records, private_manifest)
+    if needed and corpus is None:
+        raise CorpusRootRequired(f'a corpus root is required to resolve private reference "{needed[0][0]}"')
+    for private_ref, digest, path in needed:
+        assert corpus is not None
+        _verify_private(corpus, private_ref, digest, path)
+    trials = [ingest(record, isolation_manifest, evaluator_configuration, contract) for record in records]
+    result = score(contract, probe, trials, policy, preflight_verdict, designated_oracle=designated_oracle)
+    artifact = None
+    if result.ladder.verdict is not None:
+        artifact = emit(
+            result,
+            contract,
+            policy,
+            corpus_digest=corpus_digest,
+            fixture_digest=as_wire(preflight_verdict)["fixtureDigest"],
+            evaluator_configuration_digest=as_wire(records[0])["evaluatorConfigurationDigest"],
+        )
+    return ScoreRun(artifact, result.ladder, result.qualification, result)

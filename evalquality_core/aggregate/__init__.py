@@ -1,0 +1,1 @@
+"""Run-wide strength aggregation (scoring.md §5.5)."""

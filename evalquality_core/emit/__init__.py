@@ -1,0 +1,1 @@
+"""Emit: the EvidenceArtifact of a scored trial set (scoring.md §9.1)."""
