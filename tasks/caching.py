@@ -6,16 +6,13 @@ are never cached: a task that raises ends Failed, and Prefect persists only Comp
 go to an absolute directory under the eval-quality home, so a relative path never resolves against
 whatever the working directory happens to be.
 
-The eval-quality home is ``$EVALQUALITY_HOME`` when set; otherwise ``<project>/.evalquality`` when this
-package runs from a source checkout (a folder holding ``pyproject.toml``; gitignored), else the user
-cache ``~/.cache/eval-quality``.
+Every path here lives under the eval-quality home (tasks/home.py).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, is_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +20,10 @@ from prefect.cache_policies import CachePolicy
 
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.evaluate.pointers import as_wire
+from tasks.home import evalquality_home
 
 #: Bumped when a stage's semantics change, so old cached results stop answering (prefect.md §3 pitfalls).
 CODE_VERSION = "preflight-v1"
-
-
-def evalquality_home() -> Path:
-    """The absolute eval-quality home (see the module docstring for the default)."""
-    configured = os.environ.get("EVALQUALITY_HOME")
-    if configured:
-        return Path(configured).expanduser().resolve()
-    project = Path(__file__).resolve().parent.parent
-    if (project / "pyproject.toml").is_file() and os.access(project, os.W_OK):
-        return project / ".evalquality"
-    return Path.home() / ".cache" / "eval-quality"
 
 
 def results_dir() -> Path:
@@ -54,20 +41,22 @@ def workspaces_dir() -> Path:
     return evalquality_home() / "workspaces"
 
 
-def input_digest(value: Any) -> str:
-    """Our digest of one task input: an artifact's digest, or the digest of a list of them.
-
-    A value carrying ``cache_digest`` (a derived product such as a plan) contributes that; anything
-    else must be plain JSON or pydantic models.
-    """
-    digest = getattr(value, "cache_digest", None)
-    if isinstance(digest, str):
-        return digest
+def _jsonable(value: Any) -> Any:
+    """A derived product (a frozen dataclass such as a plan) as plain JSON, models as their wire form."""
     if is_dataclass(value) and not isinstance(value, type):
-        raise TypeError(f"{type(value).__name__} has no cache_digest; it cannot key a cached stage")
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    return as_wire(value)
+
+
+def input_digest(value: Any) -> str:
+    """Our digest of one task input: the artifact digest of its wire JSON (lists digest item by item)."""
     if isinstance(value, (list, tuple)):
         return digest_artifact([input_digest(item) for item in value])
-    return digest_artifact(as_wire(value))
+    return digest_artifact(_jsonable(value))
 
 
 @dataclass
@@ -81,10 +70,10 @@ class StageDigest(CachePolicy):
         self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
     ) -> str | None:
         """Namespaced by stage so two stages with equal inputs never share a result (prefect.md §3)."""
-        fields = {name: input_digest(inputs[name]) for name in self.inputs}
-        fields["stage"] = task_ctx.task.name
-        fields["version"] = self.version
-        return f"{task_ctx.task.name}-{self.version}-{digest_composite(fields).removeprefix('sha256:')}"
+        parts = {name: input_digest(inputs[name]) for name in self.inputs}
+        parts["stage"] = task_ctx.task.name
+        parts["version"] = self.version
+        return f"{task_ctx.task.name}-{self.version}-{digest_composite(parts).removeprefix('sha256:')}"
 
 
 def stage_cache(*inputs: str) -> dict[str, Any]:

@@ -13,10 +13,9 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-from evalquality_core.canonical.digest import digest_bytes, digest_directory
 from tasks.leg_cache import holder_is_stale, process_token
 
 _PREFIX = "leg-"
@@ -43,42 +42,17 @@ def reclaim_workspaces(root: Path) -> list[Path]:
     return removed
 
 
-def staged_digest(sources: Sequence[Path]) -> str:
-    """A directory digest over every regular file of the staged sources (paths relative to each source's parent).
-
-    Part of the leg cache key: an edit to the system or a fixture makes every leg run again.
-    """
-    members: dict[str, str] = {}
-    for source in sources:
-        base = source.parent
-        files = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
-        for path in files:
-            if "__pycache__" in path.parts:
-                continue
-            members[path.relative_to(base).as_posix()] = digest_bytes(path.read_bytes())
-    if not members:
-        return digest_bytes(b"")
-    return digest_directory(members)
-
-
 @contextlib.contextmanager
-def staged_workspace(root: Path, sources: Sequence[Path], links: Mapping[str, Path] | None = None) -> Iterator[Path]:
-    """A fresh directory holding a copy of each source (under its own name), removed afterwards.
+def leg_workspace(root: Path) -> Iterator[Path]:
+    """A fresh, empty directory owned by this process for one leg, removed afterwards (even on a fault).
 
-    ``links`` names extra read-only paths to expose by symlink (e.g. a shared interpreter) — rarely needed.
+    The caller stages the suite's system and fixtures into it (the suite's staging mechanism decides
+    what goes in, and leaves the evaluation folder out).
     """
     root.mkdir(parents=True, exist_ok=True)
     workspace = root / f"{_PREFIX}{os.getpid()}-{process_token()}-{uuid.uuid4().hex[:12]}"
     workspace.mkdir()
     try:
-        for source in sources:
-            destination = workspace / source.name
-            if source.is_dir():
-                shutil.copytree(source, destination, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(source, destination)
-        for name, target in (links or {}).items():
-            (workspace / name).symlink_to(target)
         yield workspace
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -1,0 +1,85 @@
+"""Paths and concurrency of the flows, from ``EVALQUALITY_*`` variables; import this before Prefect.
+
+Importing it fixes the environment Prefect reads at import time (prefect.md §1):
+
+* ``PREFECT_HOME`` defaults to ``<eval-quality home>/prefect`` when unset, so the embedded (ephemeral)
+  server keeps its SQLite database beside our cache and nobody sets a server up by hand. With
+  ``PREFECT_API_URL`` set (e.g. after ``prefect server start``), runs go to that server instead.
+* Prefect logs at WARNING and offline telemetry is off, so a normal run prints only our table.
+
+| variable | default |
+|---|---|
+| ``EVALQUALITY_HOME`` | ``<project>/.evalquality`` in a checkout, else ``~/.cache/eval-quality`` |
+| ``EVALQUALITY_SUITES`` | ``<project>/corpus/suites`` |
+| ``EVALQUALITY_OUT`` | ``<home>/preflight`` |
+| ``EVALQUALITY_CONCURRENCY`` | ``8`` (legs in flight at once) |
+| ``EVALQUALITY_BASELINE`` | ``<project>/corpus/expected-preflight.json`` |
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.home import PROJECT_ROOT, evalquality_home
+
+DEFAULT_CONCURRENCY = 8
+
+
+def configure_environment() -> None:
+    """Set Prefect's home and quiet defaults (only where the caller has not chosen); idempotent."""
+    home = evalquality_home()
+    os.environ.setdefault("EVALQUALITY_HOME", str(home))
+    os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+configure_environment()
+
+
+@dataclass(frozen=True)
+class FlowSettings:
+    """Where a pre-flight run reads and writes, and how many legs it runs at once."""
+
+    home: Path
+    suites_dir: Path
+    out_dir: Path
+    concurrency: int
+    baseline: Path
+
+    @property
+    def leg_cache_dir(self) -> Path:
+        """The leg cache (tasks/leg_cache.py)."""
+        return self.home / "leg-cache"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        """Per-leg staged workspaces (tasks/workspace.py)."""
+        return self.home / "workspaces"
+
+
+def _concurrency(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return DEFAULT_CONCURRENCY
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"EVALQUALITY_CONCURRENCY={raw!r} is not a whole number") from None
+    if value < 1:
+        raise ValueError(f"EVALQUALITY_CONCURRENCY={raw!r} must be at least 1")
+    return value
+
+
+def load_settings() -> FlowSettings:
+    """The settings in force now (environment read at call time)."""
+    home = evalquality_home()
+    return FlowSettings(
+        home=home,
+        suites_dir=Path(os.environ.get("EVALQUALITY_SUITES") or PROJECT_ROOT / "corpus" / "suites").resolve(),
+        out_dir=Path(os.environ.get("EVALQUALITY_OUT") or home / "preflight").resolve(),
+        concurrency=_concurrency(os.environ.get("EVALQUALITY_CONCURRENCY")),
+        baseline=Path(os.environ.get("EVALQUALITY_BASELINE") or PROJECT_ROOT / "corpus" / "expected-preflight.json").resolve(),
+    )

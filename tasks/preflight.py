@@ -1,0 +1,126 @@
+"""The pre-flight tasks: ``plan-preflight``, ``spawn-leg`` (one per leg), ``reduce-preflight``.
+
+Plan and reduce are pure core stages, digest-cached by ``StageDigest``. ``spawn-leg`` is not cached by
+Prefect: the leg cache (tasks/leg_cache.py) answers it, keyed on the request, so identical requests
+collapse across legs, probes and runs, single-flight across threads and processes. Each spawned leg
+runs in a fresh workspace the suite's staging fills, through the real command-line adapter, with an
+abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.artifacts.port_messages import observation_to_wire
+from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
+from evalquality_core.preflight.reduce import reduce_preflight
+from evalquality_core.probe.policy import CommandTargetPolicy
+from tasks.caching import CODE_VERSION, stage_cache
+from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
+from tasks.workspace import leg_workspace
+
+#: Stages a suite's system and fixtures for one leg into the given empty directory.
+Stager = Callable[[Path], Any]
+
+
+def tool_version() -> str:
+    """The version that enters every leg key: the package version plus the stage code version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = version("eval-quality")
+    except PackageNotFoundError:
+        package = "0.0.0+unknown"
+    return f"eval-quality-{package}/{CODE_VERSION}"
+
+
+def target_entry(policy: CommandTargetPolicy, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The registry entry (authorization) that would run ``request``, as wire JSON; ``{}`` when none does.
+
+    It names environment *keys* only, never values, so it is safe inside a persisted key. A request no
+    entry authorizes still gets a key: the adapter denies it with ``forbidden-target``, which is never cached.
+    """
+    for authorization in policy.authorizations:
+        if (authorization.interface_id, authorization.executable) == (
+            request.get("interfaceId"),
+            request.get("executable"),
+        ):
+            return authorization.model_dump(mode="json", by_alias=True)
+    return {}
+
+
+def leg_key(request: Mapping[str, Any], policy: CommandTargetPolicy, staged_digest: str) -> str:
+    """The leg cache key of a request run under ``policy`` in a workspace staged to ``staged_digest``."""
+    return leg_cache_key(request, target_entry(policy, request), staged_digest, tool_version())
+
+
+@dataclass(frozen=True, eq=False)
+class LegJob:
+    """Everything ``spawn-leg`` needs for one leg. ``stage`` fills the leg's fresh workspace."""
+
+    request: Mapping[str, Any]
+    key: str
+    policy: CommandTargetPolicy
+    stage: Stager
+    cache_dir: str
+    cache_mode: LegCacheMode
+    invocation: str
+    workspaces_dir: str
+
+
+_ABORTS: dict[str, threading.Event] = {}
+_ABORTS_GUARD = threading.Lock()
+
+
+def abort_event(invocation: str) -> threading.Event:
+    """The abort signal every leg of an invocation polls; the flow sets it when it is interrupted."""
+    with _ABORTS_GUARD:
+        return _ABORTS.setdefault(invocation, threading.Event())
+
+
+def release_invocation(invocation: str) -> None:
+    """Forget an invocation's abort signal (after its flow ended)."""
+    with _ABORTS_GUARD:
+        _ABORTS.pop(invocation, None)
+
+
+@task(name="plan-preflight", **stage_cache("contract", "probes", "run_id"))
+def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
+    """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order)."""
+    return plan_preflight(contract, probes, run_id)
+
+
+def _spawn(job: LegJob) -> dict[str, Any]:
+    """Run one leg live: fresh staged workspace, the real command-line adapter, then clean up."""
+    with leg_workspace(Path(job.workspaces_dir)) as workspace:
+        job.stage(workspace)
+        adapter = CommandLineAdapter(job.policy, workdir=workspace)
+        observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
+        return observation_to_wire(observation)
+
+
+@task(
+    name="spawn-leg",
+    task_run_name="{suite}/{probe_id}/{leg_id}",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer:
+    """Answer one leg from the leg cache or by one live spawn; a fault (timeout, denial) raises and is not cached."""
+    cache = open_leg_cache(Path(job.cache_dir), job.cache_mode, job.invocation)
+    return cache.answer(job.key, job.request, lambda: _spawn(job))
+
+
+@task(name="reduce-preflight", **stage_cache("plan", "observations"))
+def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]]) -> Any:
+    """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations."""
+    return reduce_preflight(plan, [as_wire(observation) for observation in observations])
