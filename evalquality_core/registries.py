@@ -194,6 +194,7 @@ FloorBasis = Literal[
     "no-eligible-probe",
     "not-comparable",
     "no-exercised-probe",
+    "unexercised-probe",
     "rate-below-floor",
     "no-floor-declared",
 ]
