@@ -17,7 +17,11 @@ from evalquality_core.faults import AggregationRefusal, RuntimeFault, Structural
 from evalquality_core.registries import EXIT_RUNTIME_FAULT, EXIT_STRUCTURAL, EXIT_USAGE
 
 #: Modules that each add their commands to ``cli`` when imported (one per command family).
-COMMAND_MODULES: tuple[str, ...] = ("evalquality_core.cli.preflight_command",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "evalquality_core.cli.preflight_command",
+    "evalquality_core.cli.compile_commands",
+    "evalquality_core.cli.score_commands",
+)
 
 
 def _package_version() -> str:
