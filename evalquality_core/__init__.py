@@ -4,6 +4,23 @@ Stages are pure functions from artifacts to an artifact, raising ``StructuralFai
 ``RuntimeFault``. Only ``adapters/`` and ``cli/`` touch processes and files.
 """
 
+from evalquality_core.artifacts import (
+    ArtifactReference,
+    EvalContract,
+    EvaluatorConfiguration,
+    EvidenceArtifact,
+    Expression,
+    IsolationManifest,
+    PreflightVerdict,
+    PrivateArtifactManifest,
+    Probe,
+    ScoringPolicy,
+    SealedEvaluatorBrief,
+    SealedRunRecord,
+    StrengthAggregate,
+    read_artifact,
+    to_wire,
+)
 from evalquality_core.canonical import (
     canonical_bytes,
     digest_artifact,
@@ -23,6 +40,21 @@ from evalquality_core.faults import (
 )
 
 __all__ = [
+    "ArtifactReference",
+    "EvalContract",
+    "EvaluatorConfiguration",
+    "EvidenceArtifact",
+    "Expression",
+    "IsolationManifest",
+    "PreflightVerdict",
+    "PrivateArtifactManifest",
+    "Probe",
+    "ScoringPolicy",
+    "SealedEvaluatorBrief",
+    "SealedRunRecord",
+    "StrengthAggregate",
+    "read_artifact",
+    "to_wire",
     "FAILURE_CODES",
     "RUNTIME_FAULT_CODES",
     "AggregationRefusal",
