@@ -18,9 +18,9 @@ Public API (inputs may be pydantic models or their wire dicts; everything is com
 Typical use per (trial, oracle)::
 
     plan = select_plan(contract, record.observations)
-    ctx = resolution_context(contract, plan.bound, policy.regex_match_step_budget,
-                             f"EvalContract.oracles[id={oracle.id}].check")
-    result = resolve_check(oracle.check, ctx)          # when oracle.check is not None
+    trial_ctx = resolution_context(contract, plan.bound, policy.regex_match_step_budget,
+                                   "EvalContract.oracles.check")        # once per trial
+    result = resolve_check(oracle.check, trial_ctx.for_oracle(oracle.id))  # when oracle.check is not None
     selection = select_for_oracle(contract, plan, oracle.check)
 """
 

@@ -13,7 +13,7 @@ step's operation declares as a collection location — for every operator.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from evalquality_core.evaluate.operators import OPERATORS_BY_ID, OperatorEnvironment
@@ -83,6 +83,10 @@ class ResolutionContext:
     collection_locations: frozenset[tuple[str, tuple[str, ...]]] = frozenset()
     regex_step_budget: int = 1_000_000
     artifact_path: str = "EvalContract.oracles.check"
+
+    def for_oracle(self, oracle_id: str) -> ResolutionContext:
+        """The same context with faults pointing at ``EvalContract.oracles[id=<oracle_id>].check``."""
+        return replace(self, artifact_path=f"EvalContract.oracles[id={oracle_id}].check")
 
 
 def satisfies(resolution: CheckResolution | None, polarity: Polarity) -> bool:
