@@ -110,7 +110,7 @@ def make_subject(
     policy_mechanism: Callable[[Mechanism], Mechanism] | None = None,
     policy_port: Callable[[Any, CommandTargetPolicy], Any] | None = None,
 ) -> CommandProbeSubject:
-    """The subject; the optional hooks wrap the mechanism or the port of the shared six
+    """The subject; the optional hooks wrap the (counted) mechanism or the port of the shared six
     (``scenario_*``) or of the ten command cases (``policy_*``)."""
     counter = [0]
 
@@ -122,9 +122,9 @@ def make_subject(
 
     def build(scenario: Scenario) -> PortInstance:
         where = fresh_dir(scenario)
-        inner: Mechanism = run_process if scenario_mechanism is None else scenario_mechanism(run_process)
-        counting = CountingMechanism(inner)
-        adapter: Any = CommandLineAdapter(scenario_policy(scenario, where), workdir=where, mechanism=counting)
+        counting = CountingMechanism(run_process)
+        mechanism: Mechanism = counting if scenario_mechanism is None else scenario_mechanism(counting)
+        adapter: Any = CommandLineAdapter(scenario_policy(scenario, where), workdir=where, mechanism=mechanism)
         if scenario_port is not None:
             adapter = scenario_port(adapter)
         return PortInstance(port=adapter, underlying_calls=lambda: counting.calls)
@@ -133,9 +133,9 @@ def make_subject(
 
     def build_under_policy() -> PortInstance:
         where = fresh_dir("policy")
-        inner: Mechanism = run_process if policy_mechanism is None else policy_mechanism(run_process)
-        counting = CountingMechanism(inner)
-        adapter: Any = CommandLineAdapter(policy, workdir=where, mechanism=counting)
+        counting = CountingMechanism(run_process)
+        mechanism: Mechanism = counting if policy_mechanism is None else policy_mechanism(counting)
+        adapter: Any = CommandLineAdapter(policy, workdir=where, mechanism=mechanism)
         if policy_port is not None:
             adapter = policy_port(adapter, policy)
         return PortInstance(port=adapter, underlying_calls=lambda: counting.calls)
