@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evalquality_core.cli.preflight_command",
     "evalquality_core.cli.compile_commands",
     "evalquality_core.cli.score_commands",
+    "evalquality_core.cli.probe_command",
 )
 
 
