@@ -16,7 +16,6 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from evalquality_core.artifacts.base import to_wire
-from evalquality_core.registries import SLUG_PATTERN
 
 __all__ = [
     "ABSENT",
@@ -98,7 +97,6 @@ def walk(root: Any, tokens: tuple[str, ...]) -> Any:
 
 _TAIL_CHANNELS: Final = ("response-body", "response-headers", "stdout", "stderr")
 _SCALAR_CHANNELS: Final = ("response-status", "exit-code")
-_SLUG = re.compile(SLUG_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +182,3 @@ def channel_root(observation: Mapping[str, Any], channel: str, sub: str | None) 
             return None
         return _tagged_value(artifacts[sub])
     raise ValueError(f"unknown evidence channel {channel!r}")
-
-
-def is_slug(value: str) -> bool:
-    """True when ``value`` is a slug (artifacts.md §2.0)."""
-    return bool(_SLUG.match(value))

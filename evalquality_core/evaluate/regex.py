@@ -212,7 +212,7 @@ def compile_pattern(pattern: str) -> re2._Regexp:
 
 def utf16_length(text: str) -> int:
     """Length in UTF-16 code units (how ECMA measures a string)."""
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _strip_classes(pattern: str) -> str:

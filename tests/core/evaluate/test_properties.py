@@ -166,3 +166,28 @@ def test_quantifiers_fold_their_elements(items: list[dict[str, Any]]) -> None:
     for_any = resolve_check({"op": "for-any", "collection": over, "predicate": predicate}, ctx)
     assert [c.resolution == "true" for c in for_all.children] == expected
     assert (for_all.resolution == "true", for_any.resolution == "true") == (all(expected), any(expected))
+
+
+pages = st.one_of(
+    st.just(None),  # the page key is missing: an absent collection
+    st.lists(
+        st.fixed_dictionaries({}, optional={"retractedAt": st.one_of(st.none(), st.text(max_size=3))}),
+        max_size=4,
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(page=pages)
+def test_soft_delete_spellings_agree_on_populated_empty_and_absent_pages(page: list[Any] | None) -> None:
+    """The pair that motivated the empty-collection invariant: both spellings give the same answer."""
+    body = {} if page is None else {"page": page}
+    collection = ptr("/interactions/s/response-body/page")
+    for_all = {"op": "for-all", "collection": collection, "predicate": leaf("absence", ptr("@/retractedAt"))}
+    not_for_any = negate(
+        {"op": "for-any", "collection": collection, "predicate": leaf("existence", ptr("@/retractedAt"))}
+    )
+    left, right = resolve(for_all, body), resolve(not_for_any, body)
+    assert left == right
+    if not page:
+        assert left == "insufficient-evidence"
