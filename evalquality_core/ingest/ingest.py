@@ -16,6 +16,7 @@ from typing import Any
 
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.faults import RuntimeFault
 from evalquality_core.ingest.conditions import AGREEMENT_FIELDS, IngestCondition
 from evalquality_core.ingest.quotation import UnwitnessedQuotation, audit_quotations
 from evalquality_core.registries import FORBIDDEN_INPUT_FLOOR
@@ -180,7 +181,10 @@ def ingest(
         conditions.append(IngestCondition("evaluator-configuration-absent"))
     else:
         # The record's declaration is the operand; the manifest's is covered by cross-artifact agreement.
-        computed = digest_artifact(as_wire(configuration))
+        try:
+            computed = digest_artifact(as_wire(configuration))
+        except RuntimeFault as fault:
+            raise RuntimeFault(fault.code, "EvaluatorConfiguration", fault.detail) from None  # type: ignore[arg-type]
         if computed != rec["evaluatorConfigurationDigest"]:
             conditions.append(
                 IngestCondition(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalquality_core.canonical.json import canonical_bytes
+from evalquality_core.faults import RuntimeFault
 
 __all__ = ["UnwitnessedQuotation", "audit_quotations", "project_channel"]
 
@@ -45,6 +46,14 @@ class UnwitnessedQuotation:
 
 def _canonical_text(value: Any) -> str:
     return canonical_bytes(value).decode("utf-8")
+
+
+def _witnessed(quote: str, channel: str, artifact_id: str | None, cited: Sequence[Mapping[str, Any]]) -> bool:
+    for observation in cited:
+        projected = project_channel(observation, channel, artifact_id)
+        if projected is not None and quote in projected:
+            return True
+    return False
 
 
 def _observed_text(body: Any) -> str | None:
@@ -114,13 +123,12 @@ def audit_quotations(
         cited = [observation for i in cited_ids for observation in by_id[i]]
         for index, quoted in enumerate(finding.get("quotedEvidence") or []):
             quote, channel = quoted["quote"], quoted["channel"]
-            artifact_id = quoted.get("artifactId")
-            witnessed = False
-            for observation in cited:
-                projected = project_channel(observation, channel, artifact_id)
-                if projected is not None and quote in projected:
-                    witnessed = True
-                    break
+            try:
+                witnessed = _witnessed(quote, channel, quoted.get("artifactId"), cited)
+            except RuntimeFault as fault:
+                # The fault propagates (a crashed run, not an invalid one), naming the finding.
+                path = f"SealedRunRecord.findings[findingId={finding['findingId']}]"
+                raise RuntimeFault(fault.code, path, fault.detail) from None  # type: ignore[arg-type]
             if not witnessed:
                 unwitnessed.append(
                     UnwitnessedQuotation(finding["findingId"], index, channel, quote, cited_ids)

@@ -404,3 +404,28 @@ def test_chains_ingest_clean(conformance: Path, chain: str) -> None:
         assert product.conditions == ()
         assert product.contract_digest_matches is True
         assert product.mode == score.get("mode", "contract-scoring")
+
+
+def test_non_canonicalizable_configuration_is_a_fault_not_a_condition(worked: Inputs) -> None:
+    from evalquality_core.faults import RuntimeFault
+
+    record, manifest, configuration, _ = worked
+    assert configuration is not None
+    configuration["seed"] = 2**60  # outside the safe-integer domain
+    with pytest.raises(RuntimeFault) as caught:
+        ingest(record, manifest, configuration)
+    assert (caught.value.code, caught.value.artifact_path) == (
+        "non-canonicalizable-value",
+        "EvaluatorConfiguration",
+    )
+
+
+def test_non_canonicalizable_quoted_body_is_a_fault_naming_the_finding(worked: Inputs) -> None:
+    from evalquality_core.faults import RuntimeFault
+
+    record, manifest, configuration, _ = worked
+    record["observations"][2]["responseBody"]["huge"] = 2**60  # obs-003, cited by F-001
+    with pytest.raises(RuntimeFault) as caught:
+        ingest(record, manifest, configuration)
+    assert caught.value.code == "non-canonicalizable-value"
+    assert caught.value.artifact_path == "SealedRunRecord.findings[findingId=F-001]"
