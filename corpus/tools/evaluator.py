@@ -51,7 +51,13 @@ from evalquality_core.artifacts.isolation import IsolationManifest
 from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.canonical import canonical_bytes, digest_artifact, digest_bytes, serialize_artifact
 from evalquality_core.evaluate import resolution_context, resolve_check, select_for_oracle, select_plan
-from evalquality_core.evaluate.pointers import ABSENT, as_wire, channel_root, decode_tokens, parse_evidence_pointer, walk
+from evalquality_core.evaluate.pointers import (
+    ABSENT,
+    as_wire,
+    channel_root,
+    parse_evidence_pointer,
+    walk,
+)
 from evalquality_core.pipeline import run_preflight
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.registries import FORBIDDEN_INPUT_FLOOR
