@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalquality_core.artifacts.base import read_artifact, to_wire
-from evalquality_core.artifacts.contract import EvalContract  # noqa: E402  (after the checks: no cycle)
+from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.canonical.json import scan_json
 from evalquality_core.compile.bindings import (
     check_binding_cycle,
