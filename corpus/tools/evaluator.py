@@ -209,14 +209,17 @@ def run_plan(suite: Suite, workspace_root: Path, adapter: CommandLineAdapter | N
     return requests, observations
 
 
-def run_staged(suite: Suite, mutation: Mutation | None, adapter: CommandLineAdapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+def run_staged(
+    suite: Suite, mutation: Mutation | None, adapter: CommandLineAdapter | None = None, *, system_source: Path | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Stage a fresh workspace (clean or mutated), run the plan in it, remove it.
 
-    Returns ``(requests, observations, staged system digest)``.
+    ``system_source`` stages a given copy of the system instead of the suite's own (the generator's
+    disposable copy). Returns ``(requests, observations, staged system digest)``.
     """
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-{suite.name}-"))
     try:
-        workspace = stage_workspace(suite.root, scratch / "workspace", mutation)
+        workspace = stage_workspace(suite.root, scratch / "workspace", mutation, system_source=system_source)
         requests, observations = run_plan(suite, workspace.root, adapter)
         return requests, observations, workspace.system_digest
     finally:

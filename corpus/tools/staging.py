@@ -169,11 +169,14 @@ def tree_digest(directory: Path) -> str:
     return digest_directory(members)
 
 
-def stage_workspace(suite: str | Path, destination: Path, mutation: Mutation | None = None) -> StagedWorkspace:
+def stage_workspace(
+    suite: str | Path, destination: Path, mutation: Mutation | None = None, *, system_source: Path | None = None
+) -> StagedWorkspace:
     """Stage a fresh workspace for ``suite`` at ``destination`` (which must not exist or be empty).
 
-    Copies ``system/`` (applying ``mutation`` to its target, preserving the exec bit) and every
-    fixture set into ``work/``. Raises :class:`StagingError` on anything it cannot stage faithfully.
+    Copies the suite's ``system/`` (or ``system_source``, a disposable copy the generator mutates
+    and restores in place) applying ``mutation`` to its target, and every fixture set into
+    ``work/``. Raises :class:`StagingError` on anything it cannot stage faithfully.
     """
     source = suite_dir(suite)
     settings = read_suite_settings(source)
@@ -182,7 +185,7 @@ def stage_workspace(suite: str | Path, destination: Path, mutation: Mutation | N
         raise StagingError(f"{destination}: a workspace must be staged into a new, empty directory")
     system_dir = destination / "system"
     work_dir = destination / "work"
-    shutil.copytree(source / "system", system_dir, symlinks=False)
+    shutil.copytree(system_source or source / "system", system_dir, symlinks=False)
     if mutation is not None:
         target = destination / mutation.target
         if not target.is_file():
