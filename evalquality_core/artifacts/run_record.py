@@ -119,8 +119,18 @@ class QuotedEvidence(ArtifactModel):
 
     quote: NonEmptyStr
     channel: EvidenceChannel
-    # Key present from record 5 only; the record validator enforces presence by stamp.
+    # Key present from record 5 only; the record validator enforces presence by stamp. A quote keeps
+    # the key set it was read or built with (an EvidenceArtifact copies quotes from any record).
     artifact_id: Slug | None = None
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``artifactId`` off when it was never given (a record-4 quote)."""
+        value = handler(self)
+        if isinstance(value, dict) and "artifact_id" not in self.model_fields_set:
+            value.pop("artifactId", None)
+            value.pop("artifact_id", None)
+        return value
 
 
 class _FindingFields(ArtifactModel):

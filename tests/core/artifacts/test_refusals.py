@@ -281,3 +281,15 @@ def test_private_artifact_manifest() -> None:
     assert _refused(PrivateArtifactManifest, document).artifact_path == (
         "PrivateArtifactManifest.entries[0].artifactKind"
     )
+
+
+def test_evidence_quotes_keep_the_record_key_set(conformance: Path) -> None:
+    """An uncited-finding gap copies a quote from a record of any stamp: with or without artifactId."""
+    evidence = _load(conformance, "chains/skill-defect/evidence-artifact.json")
+    record_4_quote = {"quote": '"title":"Revised"', "channel": "response-body"}
+    record_6_quote = {"quote": "0", "channel": "exit-code", "artifactId": None}
+    evidence["uncitedFindingGaps"] = [
+        {"findingId": "F-001", "observationIds": ["obs-1"], "quotedEvidence": [record_4_quote, record_6_quote],
+         "severity": "material"}
+    ]
+    assert to_wire(read_artifact(EvidenceArtifact, evidence)) == evidence
