@@ -5,7 +5,8 @@ Importing it fixes the environment Prefect reads at import time (prefect.md §1)
 * ``PREFECT_HOME`` defaults to ``<eval-quality home>/prefect`` when unset, so the embedded (ephemeral)
   server keeps its SQLite database beside our cache and nobody sets a server up by hand. With
   ``PREFECT_API_URL`` set (e.g. after ``prefect server start``), runs go to that server instead.
-* Prefect logs at WARNING and offline telemetry is off, so a normal run prints only our table.
+* Prefect logs at WARNING, offline telemetry is off, and the embedded server's shutdown chatter is
+  silenced, so a normal run prints only our table.
 
 | variable | default |
 |---|---|
@@ -32,9 +33,16 @@ def configure_environment() -> None:
     home = evalquality_home()
     os.environ.setdefault("EVALQUALITY_HOME", str(home))
     os.environ.setdefault("PREFECT_HOME", str(home / "prefect"))
+    # Prefect creates its home without parents; a fresh eval-quality home has none yet.
+    Path(os.environ["PREFECT_HOME"]).expanduser().mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    if not os.environ.get("PREFECT_API_URL"):
+        # The embedded server is stopped at exit while its recorder may still hold a few events;
+        # it then logs a cancelled flush as an ERROR with a traceback. Nothing is lost that a run
+        # reads back (our verdicts and cache are files), so keep that shutdown chatter off the console.
+        os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
 
 
 configure_environment()

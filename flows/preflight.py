@@ -1,0 +1,228 @@
+"""``python -m flows.preflight``: the pre-flight of every probe of every suite, as one Prefect flow.
+
+Plans each (suite, probe), fans every leg out concurrently on a bounded thread pool (one ``spawn-leg``
+task per leg, answered by the leg cache or one live child process in a fresh staged workspace), reduces
+each probe's observations into its ``PreflightVerdict``, writes ``<out>/<suite>/preflight-<probe>.json``
+and ``<out>/preflight-summary.json``, prints the table and the cost line, and gates on the baseline.
+A re-run pays nothing for legs already answered; a run killed half way resumes where it stopped.
+
+Runs on Prefect's embedded (ephemeral) server by default, or against the server ``PREFECT_API_URL``
+names. On any interruption (Ctrl-C, SIGTERM, a crash) the flow body kills every live leg's process
+group before re-raising (prefect.md §4: hooks run too late, only the flow body is in time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from evalquality_core.adapters.command_line import kill_all_live_groups
+from evalquality_core.canonical.json import serialize_artifact
+from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.faults import EvalQualityFault
+from evalquality_core.preflight.plan import PreflightPlan
+from flows.baseline import gate
+from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report
+from flows.settings import FlowSettings, load_settings
+from flows.suites import Suite, load_suites
+from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, close_leg_cache
+from tasks.preflight import (
+    LegJob,
+    abort_event,
+    leg_key,
+    plan_preflight_task,
+    reduce_preflight_task,
+    release_invocation,
+    spawn_leg,
+)
+from tasks.workspace import reclaim_workspaces
+
+__all__ = ["main", "preflight", "run_preflight_flow"]
+
+
+def run_id_of(suite: str, probe_id: str) -> str:
+    """A deterministic run id per (suite, probe), so a re-run's verdict equals the first run's."""
+    return f"preflight-{suite}-{probe_id}".lower()
+
+
+@dataclass(frozen=True, eq=False)
+class _Planned:
+    suite: Suite
+    probe: dict[str, Any]
+    plan: PreflightPlan | None
+    fault: EvalQualityFault | None
+
+    @property
+    def probe_id(self) -> str:
+        return str(self.probe["probeId"])
+
+
+def _fault_outcome(fault: EvalQualityFault) -> str:
+    return f"fault: {fault.code}: {fault.detail}"
+
+
+def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Path:
+    path = out_dir / suite / f"preflight-{probe_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(serialize_artifact(as_wire(verdict)))
+    tmp.replace(path)  # atomic: a reader never sees half a verdict
+    return path
+
+
+@flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
+def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str, mode: str = "default") -> PreflightRun:
+    """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``."""
+    if mode not in LEG_CACHE_MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
+    started = time.perf_counter()
+    invocation = uuid.uuid4().hex
+    out = Path(out_dir)
+    reclaim_workspaces(Path(workspaces_dir))
+    suites, problems = load_suites(Path(suites_dir))
+    failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
+    rows: list[ProbePreflight] = []
+    keys: set[str] = set()
+    try:
+        planned: list[_Planned] = []
+        for suite in suites:
+            for probe in suite.probes:
+                try:
+                    plan = plan_preflight_task(suite.contract, [probe], run_id_of(suite.name, probe["probeId"]))
+                    planned.append(_Planned(suite, dict(probe), plan, None))
+                except EvalQualityFault as fault:
+                    planned.append(_Planned(suite, dict(probe), None, fault))
+
+        futures: dict[tuple[str, str, str], Any] = {}
+        for item in planned:
+            if item.plan is None:
+                continue
+            for leg in item.plan.legs:
+                key = leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id))
+                job = LegJob(
+                    request=leg.request,
+                    key=key,
+                    policy=item.suite.policy,
+                    stage=item.suite.stager(item.probe, leg.leg_id),
+                    cache_dir=cache_dir,
+                    cache_mode=mode,  # type: ignore[arg-type]
+                    invocation=invocation,
+                    workspaces_dir=workspaces_dir,
+                )
+                futures[(item.suite.name, item.probe_id, leg.leg_id)] = spawn_leg.submit(
+                    item.suite.name, item.probe_id, leg.leg_id, job
+                )
+
+        for item in planned:
+            rows.append(_reduce_probe(item, futures, out, keys))
+    except BaseException:
+        abort_event(invocation).set()  # every in-flight leg kills its group and returns promptly
+        kill_all_live_groups()
+        raise
+    finally:
+        close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
+        release_invocation(invocation)
+    run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "preflight-summary.json").write_bytes(serialize_artifact(run.to_json()))
+    return run
+
+
+def _reduce_probe(item: _Planned, futures: dict[tuple[str, str, str], Any], out: Path, keys: set[str]) -> ProbePreflight:
+    """Collect one probe's legs (waiting as needed), then reduce them into its verdict."""
+    suite, probe_id = item.suite.name, item.probe_id
+    if item.plan is None:
+        assert item.fault is not None
+        return ProbePreflight(suite, probe_id, None, 0, 0, 0.0, _fault_outcome(item.fault), None)
+    answers: list[LegAnswer] = []
+    fault: EvalQualityFault | None = None
+    for leg in item.plan.legs:
+        try:
+            answers.append(futures[(suite, probe_id, leg.leg_id)].result())
+        except EvalQualityFault as raised:
+            fault = fault or raised
+    spawned = sum(1 for answer in answers if answer.source == "spawned")
+    keys.update(answer.key for answer in answers if answer.source == "spawned")
+    seconds = sum(answer.elapsed_s for answer in answers)
+    if fault is not None:
+        return ProbePreflight(
+            suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(fault), None
+        )
+    try:
+        verdict = reduce_preflight_task(item.plan, [answer.observation for answer in answers])
+    except EvalQualityFault as raised:
+        return ProbePreflight(
+            suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(raised), None
+        )
+    path = _write_verdict(out, suite, probe_id, verdict)
+    return ProbePreflight(
+        suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, outcome_of(as_wire(verdict)), str(path)
+    )
+
+
+def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> PreflightRun:
+    """Run the flow with the settings' concurrency (a bounded thread pool)."""
+    runner = ThreadPoolTaskRunner(max_workers=settings.concurrency)
+    return preflight.with_options(task_runner=runner)(
+        suites_dir=str(settings.suites_dir),
+        out_dir=str(settings.out_dir),
+        cache_dir=str(settings.leg_cache_dir),
+        workspaces_dir=str(settings.workspaces_dir),
+        mode=mode,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.preflight",
+        description="Pre-flight every probe of every suite (real child processes, digest-keyed leg cache), "
+        "write the verdicts, and compare with the pre-flight baseline (exit 0 matched, 2 moved).",
+    )
+    parser.add_argument("--suites", metavar="DIR", help="folder of suites (default: corpus/suites; $EVALQUALITY_SUITES)")
+    parser.add_argument("--out", metavar="DIR", help="where verdicts go (default: <home>/preflight; $EVALQUALITY_OUT)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
+    parser.add_argument("--baseline", metavar="FILE", help="baseline file (default: corpus/expected-preflight.json)")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--force", action="store_true", help="ignore the cache: run each distinct request live once")
+    modes.add_argument("--from-cache", action="store_true", help="answer only from the cache; a miss is a fault")
+    parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from this run")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ValueError as problem:
+        print(f"preflight: {problem}", file=sys.stderr)
+        return 64
+    if args.concurrency is not None and args.concurrency < 1:
+        print("preflight: --concurrency must be at least 1", file=sys.stderr)
+        return 64
+    settings = FlowSettings(
+        home=settings.home,
+        suites_dir=Path(args.suites).resolve() if args.suites else settings.suites_dir,
+        out_dir=Path(args.out).resolve() if args.out else settings.out_dir,
+        concurrency=args.concurrency or settings.concurrency,
+        baseline=Path(args.baseline).resolve() if args.baseline else settings.baseline,
+    )
+    mode = "force" if args.force else ("from-cache" if args.from_cache else "default")
+    run = run_preflight_flow(settings, mode)
+    print_report(run)
+    result = gate(run, settings.baseline, update=args.update_baseline)
+    for line in result.lines:
+        print(line)
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

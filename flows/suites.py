@@ -1,0 +1,173 @@
+"""Finds the suites under ``corpus/suites/`` (or a user-given folder) and loads each into artifacts.
+
+A suite is a folder holding ``contract.json``, its probes (``probes/*.json``, or one ``probes.json``
+array), ``targets.toml`` (the target registry, harness.md A.1), ``suite.toml`` with its ``system/`` and
+``fixtures/`` (staged by ``corpus/tools/staging.py``), and optionally ``mutations/`` (one declared
+mutation per defect probe; a seeded-fault leg runs against it, every other leg against the clean
+system). A folder that cannot be loaded becomes a ``SuiteProblem`` naming the file and why, so the run
+reports it instead of crashing, and the baseline gate exits 2 for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.contract import EvalContract
+from evalquality_core.artifacts.probe import Probe
+from evalquality_core.canonical.digest import digest_composite
+from evalquality_core.faults import EvalQualityFault
+from evalquality_core.probe.policy import CommandTargetPolicy
+from evalquality_core.probe.targets import parse_targets
+from tasks.home import PROJECT_ROOT
+
+
+def _staging() -> Any:
+    """The corpus staging mechanism (``corpus/tools/staging.py``), importable from any working directory."""
+    try:
+        return importlib.import_module("corpus.tools.staging")
+    except ModuleNotFoundError:
+        if str(PROJECT_ROOT) not in sys.path:
+            sys.path.append(str(PROJECT_ROOT))
+        return importlib.import_module("corpus.tools.staging")
+
+
+def _substitutions() -> dict[str, str]:
+    """Values for the ``{placeholder}`` templates a registry may use (targets.toml)."""
+    return {"python": sys.executable}
+
+
+@dataclass(frozen=True, eq=False)
+class Suite:
+    """A loaded suite: its contract (as authored), probes, target policy, and staged-tree digests."""
+
+    name: str
+    directory: Path
+    contract: Mapping[str, Any]
+    probes: tuple[Mapping[str, Any], ...]
+    policy: CommandTargetPolicy
+    #: mutation id (None for the clean system) → digest of the staged system and fixtures.
+    staged_digests: Mapping[str | None, str] = field(default_factory=dict)
+
+    def probe_ids(self) -> list[str]:
+        """The probe ids in load order."""
+        return [probe["probeId"] for probe in self.probes]
+
+    def mutation_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str | None:
+        """The mutation a leg of ``probe`` runs against (None: the clean system)."""
+        mutation = _staging().mutation_for_leg(self.directory, dict(probe), leg_id)
+        return None if mutation is None else mutation.mutation_id
+
+    def staged_digest_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str:
+        """The digest of what a leg's workspace will hold (part of its leg cache key)."""
+        return self.staged_digests[self.mutation_of_leg(probe, leg_id)]
+
+    def stager(self, probe: Mapping[str, Any], leg_id: str) -> functools.partial[Any]:
+        """Stages this leg's workspace (clean, or the probe's mutation for a seeded-fault leg)."""
+        return functools.partial(_stage_leg, self.directory, dict(probe), leg_id)
+
+
+def _stage_leg(directory: Path, probe: dict[str, Any], leg_id: str, destination: Path) -> Any:
+    return _staging().stage_for_leg(directory, probe, leg_id, destination)
+
+
+@dataclass(frozen=True)
+class SuiteProblem:
+    """A folder that looked like a suite but could not be loaded."""
+
+    name: str
+    directory: Path
+    message: str
+
+
+class SuiteLoadError(Exception):
+    """Why a suite could not be loaded (one line naming the file)."""
+
+
+def find_suites(root: Path) -> list[Path]:
+    """Every suite folder directly under ``root`` (a folder holding ``contract.json``), sorted by name.
+
+    ``root`` may itself be one suite.
+    """
+    if (root / "contract.json").is_file():
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(path for path in root.iterdir() if (path / "contract.json").is_file())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as problem:
+        raise SuiteLoadError(f"{path}: {problem}") from None
+
+
+def _probe_files(directory: Path) -> list[tuple[Path, Any]]:
+    folder = directory / "probes"
+    if folder.is_dir():
+        return [(path, _read_json(path)) for path in sorted(folder.glob("*.json"))]
+    single = directory / "probes.json"
+    if single.is_file():
+        values = _read_json(single)
+        if not isinstance(values, list):
+            raise SuiteLoadError(f"{single}: expected a JSON array of probes")
+        return [(single, value) for value in values]
+    raise SuiteLoadError(f"{directory}: no probes/ folder and no probes.json")
+
+
+def _staged_digests(directory: Path, probes: tuple[Mapping[str, Any], ...]) -> dict[str | None, str]:
+    """Stage the clean system and each probe's mutation once, to digest what every leg will see."""
+    staging = _staging()
+    digests: dict[str | None, str] = {}
+    mutations = staging.load_mutations(directory)
+    wanted = [None] + [mutations[p["probeId"]] for p in probes if p["probeId"] in mutations]
+    for mutation in wanted:
+        with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
+            staged = staging.stage_workspace(directory, Path(scratch) / "ws", mutation)
+            key = None if mutation is None else mutation.mutation_id
+            digests[key] = digest_composite({"system": staged.system_digest, "work": staged.work_digest})
+    return digests
+
+
+def load_suite(directory: Path) -> Suite:
+    """Load one suite folder (module docstring); raise ``SuiteLoadError`` naming what is wrong."""
+    try:
+        contract = to_wire(read_artifact(EvalContract, _read_json(directory / "contract.json"), "EvalContract"))
+        probes = tuple(
+            to_wire(read_artifact(Probe, value, f"Probe({path.name})")) for path, value in _probe_files(directory)
+        )
+        targets_path = directory / "targets.toml"
+        try:
+            text = targets_path.read_text(encoding="utf-8")
+        except OSError as problem:
+            raise SuiteLoadError(f"{targets_path}: {problem}") from None
+        policy = parse_targets(text, str(targets_path)).to_policy(_substitutions())
+        staged = _staged_digests(directory, probes)
+    except EvalQualityFault as fault:
+        raise SuiteLoadError(f"{directory.name}: {fault.code}: {fault.artifact_path}: {fault.detail}") from None
+    except SuiteLoadError:
+        raise
+    except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
+        raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
+    return Suite(directory.name, directory, contract, probes, policy, staged)
+
+
+def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:
+    """Every suite under ``root``, and a problem for each folder that could not be loaded."""
+    suites: list[Suite] = []
+    problems: list[SuiteProblem] = []
+    for directory in find_suites(root):
+        try:
+            suites.append(load_suite(directory))
+        except SuiteLoadError as problem:
+            problems.append(SuiteProblem(directory.name, directory, str(problem)))
+    return suites, problems
