@@ -1,0 +1,84 @@
+"""``spawn-leg`` (its body, ``spawn_leg.fn``) with the real command-line adapter over a staged suite:
+identical concurrent legs start one process, a timed-out leg is not cached and runs again next time,
+and every workspace is gone afterwards."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from evalquality_core.faults import RuntimeFault
+from evalquality_core.preflight.plan import plan_preflight
+from flows.suites import load_suite
+from tasks.preflight import LegJob, leg_key, spawn_leg
+from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
+
+
+def _jobs(suite_dir: Path, home: Path, invocation: str, mode: str = "default"):
+    suite = load_suite(suite_dir)
+    probe = suite.probes[0]
+    plan = plan_preflight(suite.contract, [probe], "r")
+    jobs = {}
+    for leg in plan.legs:
+        key = leg_key(leg.request, suite.policy, suite.staged_digest_of_leg(probe, leg.leg_id))
+        jobs[leg.leg_id] = LegJob(
+            request=leg.request,
+            key=key,
+            policy=suite.policy,
+            stage=suite.stager(probe, leg.leg_id),
+            cache_dir=str(home / "cache"),
+            cache_mode=mode,
+            invocation=invocation,
+            workspaces_dir=str(home / "workspaces"),
+        )
+    return jobs
+
+
+def test_concurrent_legs_with_one_request_start_one_process(conformance, tmp_path):
+    suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites", delay_s=0.5)
+    jobs = _jobs(suite_dir, tmp_path, "inv-1")
+    # witness-frontend and both control-observe legs send the same request (§1.5: control inputs are
+    # the first witness leg's), so they share one key.
+    same = ["witness-frontend", "preflight-control-observe", "preflight-control-observe-2"]
+    assert len({jobs[leg].key for leg in same}) == 1
+    answers = {}
+    threads = [
+        threading.Thread(target=lambda leg=leg: answers.__setitem__(leg, spawn_leg.fn("skill", "P-001", leg, jobs[leg])))
+        for leg in same
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(marker_events(marker)) == 1
+    assert sorted(answer.source for answer in answers.values()) == ["cache", "cache", "spawned"]
+    assert {leg: answers[leg].observation["probeId"] for leg in same} == {leg: leg for leg in same}
+    assert answers["witness-frontend"].observation["stdout"]["value"]["selected"][0] == "interaction-rules"
+    assert list((tmp_path / "workspaces").iterdir()) == []  # the leg's workspace is gone
+
+
+def test_seeded_fault_leg_runs_against_the_mutation(conformance, tmp_path):
+    suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites")
+    jobs = _jobs(suite_dir, tmp_path, "inv-2")
+    fault = spawn_leg.fn("skill", "P-001", "skill-defect-leg-1", jobs["skill-defect-leg-1"])
+    clean = spawn_leg.fn("skill", "P-001", "witness-frontend", jobs["witness-frontend"])
+    assert "mobile-rules" in fault.observation["stdout"]["value"]["selected"]
+    assert "mobile-rules" not in clean.observation["stdout"]["value"]["selected"]
+    assert [event["mutation"] for event in marker_events(marker)] == ["m1", ""]
+
+
+def test_a_timed_out_leg_is_not_cached_and_runs_again(conformance, tmp_path):
+    suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites", delay_s=5, max_elapsed_ms=700)
+    job = _jobs(suite_dir, tmp_path, "inv-3")["witness-backend"]
+    with pytest.raises(RuntimeFault) as caught:
+        spawn_leg.fn("skill", "P-001", "witness-backend", job)
+    assert caught.value.code == "budget-exhausted"
+    set_delay(marker, 0)
+    retry = _jobs(suite_dir, tmp_path, "inv-4")["witness-backend"]  # the next run
+    assert retry.key == job.key
+    assert spawn_leg.fn("skill", "P-001", "witness-backend", retry).source == "spawned"
+    assert len(marker_events(marker)) == 2
+    assert spawn_leg.fn("skill", "P-001", "witness-backend", retry).source == "cache"
+    assert len(marker_events(marker)) == 2
