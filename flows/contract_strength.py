@@ -1,19 +1,602 @@
-"""@flow contract_strength: live pre-flight, then score every probe's trials, seal, aggregate, report.
+"""``python -m flows.contract_strength``: live pre-flight, then score every probe's stored trials, per contract.
 
-Skeleton: the body lands as the pre-flight and scoring tasks land.
+The run (harness.md A.4, full mode), per suite under the corpus:
+
+1. the pre-flight flow runs as a subflow with the same tasks and leg cache (``flows/preflight.py``), so a
+   night after a pre-flight run spawns nothing new; it writes ``preflight-<probe>.json``;
+2. the contract is compiled and sealed (``tasks/contract.py``): ``sealed-evaluator-brief.json``;
+3. one ``score`` task per probe over its stored trial records (``trials/<probe>/trial-N/``) and its live
+   pre-flight verdict, keyed by the digests of its inputs (``tasks/scoring.py``): ``evidence-<probe>.json``;
+4. ``aggregate-strength`` over the suite's evidence: ``strength-aggregate.json``;
+5. ``contract-strength.json`` (``flows/strength_document.py``); the gate against
+   ``corpus/expected-strength.json`` (``flows/strength_baseline.py``); the Prefect artifacts and the
+   HTML report (``flows/strength_report.py``); ``preflight-cost.json`` only when a leg was spawned, so a
+   cached run never overwrites the record of the run that spent the time.
+
+The task runner is a parameter of :func:`run_contract_strength` (a bounded thread pool by default;
+``--task-runner dask`` runs the same flow on prefect-dask's ``DaskTaskRunner``). The corpus digest of a
+suite is the directory digest of its evaluation corpus (contract, probes, mutations, stored trials):
+the system under test and its fixtures are the environment, which the pre-flight's fixture digest covers.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
 from prefect import flow
+from prefect.context import FlowRunContext
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.brief import SealedEvaluatorBrief
+from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
+from evalquality_core.artifacts.evidence import EvidenceArtifact
+from evalquality_core.artifacts.isolation import IsolationManifest
+from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
+from evalquality_core.artifacts.run_record import SealedRunRecord
+from evalquality_core.artifacts.scoring_policy import ScoringPolicy
+from evalquality_core.artifacts.strength import StrengthAggregate
+from evalquality_core.canonical import (
+    digest_artifact,
+    digest_bytes,
+    digest_directory,
+    scan_json,
+    serialize_artifact,
+)
+from evalquality_core.faults import AggregationRefusal, EvalQualityFault
+from flows.preflight import preflight
+from flows.report import PreflightRun, ProbePreflight, print_report
+from flows.settings import FlowSettings, load_settings
+from flows.strength_baseline import (
+    BASELINE_FILE,
+    GateResult,
+    compare_with_baseline,
+    read_baseline,
+    update_baseline,
+)
+from flows.strength_document import (
+    CONTRACT_STRENGTH_FILE,
+    DOCUMENT_KIND,
+    DOCUMENT_VERSION,
+    ClassStrength,
+    ProbeStrength,
+    StrengthVector,
+    SuiteStrength,
+    rate_of,
+    read_suite_strength,
+    write_suite_strength,
+)
+from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
+from flows.suites import Suite, load_suites
+from tasks.contract import compile_task, seal_task
+from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+
+__all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
+
+BRIEF_FILE = "sealed-evaluator-brief.json"
+AGGREGATE_FILE = "strength-aggregate.json"
+COST_FILE = "preflight-cost.json"
+POLICY_FILE = "scoring-policy.json"
+#: What belongs to a suite's evaluation corpus (module docstring): digested into its corpus digest.
+CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
 
 
-@flow(name="contract-strength")
+@dataclass(frozen=True)
+class StrengthRun:
+    """One contract-strength run: the documents, the gate, what it cost, and where it wrote."""
+
+    documents: Mapping[str, SuiteStrength]
+    gate: GateResult
+    counts: RunCounts
+    preflight: PreflightRun
+    out_dir: str
+    report: str
+    problems: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """The gate's exit code (harness.md A.5)."""
+        return self.gate.exit_code
+
+    def summary_lines(self) -> list[str]:
+        """The closing lines: cost, the gate's every move (or the match sentence), where the report is."""
+        return [self.counts.sentence(), *self.gate.lines(), f"report: {self.report}"]
+
+
+# -------------------------------------------------------------------------------------- inputs
+
+
+def _read(model: type, path: Path) -> Any:
+    """A strict read of one JSON artifact; a fault names the file."""
+    return read_artifact(model, scan_json(path.read_bytes(), str(path)), str(path))
+
+
+def corpus_digest_of(directory: Path) -> str:
+    """The directory digest of a suite's evaluation corpus (``CORPUS_MEMBERS``)."""
+    members: dict[str, str] = {}
+    for name in CORPUS_MEMBERS:
+        root = directory / name
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+        for path in files:
+            members[path.relative_to(directory).as_posix()] = digest_bytes(path.read_bytes())
+    return digest_directory(members)
+
+
+@dataclass(frozen=True)
+class TrialSet:
+    """One probe's stored trials: the sealed run records in trial order, and the first trial's
+    isolation manifest and evaluator configuration (one of each per call, as the ``score`` CLI takes)."""
+
+    records: tuple[Any, ...]
+    isolation_manifest: Any | None
+    evaluator_configuration: Any | None
+
+
+def load_trials(directory: Path) -> TrialSet:
+    """``trials/<probe>/trial-N/`` in N order; ``ValueError`` when there is none."""
+    trial_dirs = sorted(
+        (p for p in directory.glob("trial-*") if p.is_dir() and p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
+    )
+    if not trial_dirs:
+        raise ValueError(f"{directory}: no stored trial (trial-N/sealed-run-record.json)")
+    records = tuple(_read(SealedRunRecord, d / "sealed-run-record.json") for d in trial_dirs)
+    first = trial_dirs[0]
+    manifest = first / "isolation-manifest.json"
+    configuration = first / "evaluator-configuration.json"
+    return TrialSet(
+        records,
+        _read(IsolationManifest, manifest) if manifest.is_file() else None,
+        _read(EvaluatorConfiguration, configuration) if configuration.is_file() else None,
+    )
+
+
+def policy_of(suite: Suite, suites_dir: Path) -> Any:
+    """The suite's own ``scoring-policy.json``, else the corpus's (beside the suites folder)."""
+    for path in (suite.directory / POLICY_FILE, suites_dir.parent / POLICY_FILE):
+        if path.is_file():
+            return _read(ScoringPolicy, path)
+    raise ValueError(f"no {POLICY_FILE} in {suite.directory} or {suites_dir.parent}")
+
+
+# ------------------------------------------------------------------------------------ documents
+
+
+def _vector_of(value: Mapping[str, Any] | None) -> StrengthVector | None:
+    if value is None:
+        return None
+    return StrengthVector.model_validate(
+        {cls: value.get(cls) for cls in ("defect", "gameability", "zero-action")}, by_alias=True
+    )
+
+
+def suite_vector(classes: Mapping[str, str], scores: Mapping[str, ProbeScore | None]) -> StrengthVector:
+    """The contract's vector as the TEA baseline records it (harness.md A.11).
+
+    A class is null when the suite has no probe of it (and zero-action always, AD-7); otherwise it
+    counts the probes of the class whose evidence marks them exercised and caught, so a class whose
+    every probe was refused or Invalid reads ``0/0`` with a null rate.
+    """
+    entries: dict[str, ClassStrength | None] = {}
+    for cls in ("defect", "gameability"):
+        members = [pid for pid, c in classes.items() if c == cls]
+        if not members:
+            entries[cls] = None
+            continue
+        exercised = caught = 0
+        for pid in members:
+            score = scores.get(pid)
+            vector = (score.evidence or {}).get("strength", {}).get("vector", {}) if score and score.evidence else {}
+            entry = vector.get(cls) if isinstance(vector, dict) else None
+            if entry:
+                exercised += int(entry["exercised"])
+                caught += int(entry["caught"])
+        entries[cls] = ClassStrength(exercised=exercised, caught=caught, rate=rate_of(caught, exercised))
+    return StrengthVector(defect=entries["defect"], gameability=entries["gameability"], zero_action=None)
+
+
+def _probe_strength(
+    probe: Mapping[str, Any], row: ProbePreflight | None, score: ProbeScore | None, trials: int, problem: str | None
+) -> ProbeStrength:
+    outcome = row.outcome if row is not None else "not run"
+    if score is None:
+        # Nothing scored: the environment could not measure this probe (Invalid, exit 3).
+        return ProbeStrength(
+            probe_class=probe["probeClass"],
+            expected_clean=probe["expectedClean"],
+            behavior_id=probe.get("behaviorId"),
+            preflight=outcome,
+            preflight_legs=None if row is None else row.legs_planned,
+            trials=trials,
+            verdict=None,
+            exit_code=3,
+            strict_promotable=None,
+            basis=[problem or "not scored"],
+            qualification=None,
+            strength=None,
+            evidence_digest=None,
+        )
+    evidence = score.evidence
+    return ProbeStrength(
+        probe_class=probe["probeClass"],
+        expected_clean=probe["expectedClean"],
+        behavior_id=probe.get("behaviorId"),
+        preflight=outcome,
+        preflight_legs=None if row is None else row.legs_planned,
+        trials=trials,
+        verdict=score.verdict,  # type: ignore[arg-type]
+        exit_code=score.exit_code,
+        strict_promotable=score.strict_promotable,
+        basis=list(score.basis),
+        qualification=None if score.qualification is None else list(score.qualification),
+        strength=None if evidence is None else _vector_of(evidence["strength"]["vector"]),
+        evidence_digest=None if evidence is None else digest_artifact(evidence),
+    )
+
+
+def _write(path: Path, value: Any) -> Path:
+    """Canonical JSON plus a newline, atomically (a reader never sees half an artifact)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(serialize_artifact(value))
+    tmp.replace(path)
+    return path
+
+
+def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str]:
+    """Read every artifact this run wrote back through its model; each failure as ``<path>: <detail>``."""
+    failures: list[str] = []
+    for suite in documents:
+        folder = out / suite
+        checks: list[tuple[type, Path]] = [(SealedEvaluatorBrief, folder / BRIEF_FILE)]
+        checks += [(EvidenceArtifact, p) for p in sorted(folder.glob("evidence-*.json"))]
+        checks += [(PreflightVerdict, p) for p in sorted(folder.glob("preflight-*.json"))]
+        if (folder / AGGREGATE_FILE).is_file():
+            checks.append((StrengthAggregate, folder / AGGREGATE_FILE))
+        for model, path in checks:
+            try:
+                _read(model, path)
+            except (EvalQualityFault, OSError) as fault:
+                failures.append(f"{path}: {fault}")
+        try:
+            read_suite_strength(folder / CONTRACT_STRENGTH_FILE)
+        except (EvalQualityFault, OSError) as fault:
+            failures.append(f"{folder / CONTRACT_STRENGTH_FILE}: {fault}")
+    return failures
+
+
+# ------------------------------------------------------------------------------------------ flow
+
+
+@flow(name="contract-strength", flow_run_name="contract-strength", validate_parameters=False)
 def contract_strength(
-    suites: list[str] | None = None,
-    corpus: str | None = None,
-    out: str | None = None,
-    update_baseline: bool = False,
-) -> int:
-    """Run every suite's contract-strength measurement and return the gate's exit code."""
-    raise NotImplementedError
+    suites_dir: str | None = None,
+    out_dir: str | None = None,
+    baseline: str | None = None,
+    mode: str = "default",
+    update_baseline_file: bool = False,
+    fail_on_movement: bool = False,
+) -> StrengthRun:
+    """Measure every suite's contract strength and gate it on the baseline (module docstring).
+
+    With ``fail_on_movement`` (the nightly deployment) the flow run ends Failed when the gate's exit
+    code is not 0, after everything is written and published, so the UI shows a moved night in red.
+    """
+    settings = load_settings()
+    started = time.perf_counter()
+    suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
+    out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
+    baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
+    context = FlowRunContext.get()
+    runner = context.task_runner.duplicate() if context is not None else ThreadPoolTaskRunner(settings.concurrency)
+
+    pre: PreflightRun = preflight.with_options(task_runner=runner)(
+        suites_dir=str(suites_root),
+        out_dir=str(out),
+        cache_dir=str(settings.leg_cache_dir),
+        workspaces_dir=str(settings.workspaces_dir),
+        mode=mode,
+    )
+    suites, load_problems = load_suites(suites_root)
+    problems: dict[str, str] = {p.name: p.message for p in load_problems}
+    rows = {(row.suite, row.probe_id): row for row in pre.probes}
+
+    briefs: dict[str, Any] = {}
+    submitted: dict[tuple[str, str], Any] = {}
+    trial_counts: dict[tuple[str, str], int] = {}
+    probe_problems: dict[tuple[str, str], str] = {}
+    corpus_digests: dict[str, str] = {}
+    policies: dict[str, Any] = {}
+    for suite in suites:
+        try:
+            contract = compile_task(suite.contract)
+            briefs[suite.name] = seal_task(contract)
+            policies[suite.name] = policy_of(suite, suites_root)
+            corpus_digests[suite.name] = corpus_digest_of(suite.directory)
+        except (EvalQualityFault, ValueError, OSError) as problem:
+            problems[suite.name] = f"{type(problem).__name__}: {problem}"
+            continue
+        for probe in suite.probes:
+            key = (suite.name, probe["probeId"])
+            row = rows.get(key)
+            if row is None or row.verdict_file is None:
+                probe_problems[key] = "pre-flight produced no verdict" + (f" ({row.outcome})" if row else "")
+                continue
+            try:
+                verdict = _read(PreflightVerdict, Path(row.verdict_file))
+                trials = load_trials(suite.directory / "trials" / probe["probeId"])
+            except (EvalQualityFault, ValueError, OSError) as problem:
+                problems[suite.name] = f"{probe['probeId']}: {problem}"
+                continue
+            trial_counts[key] = len(trials.records)
+            submitted[key] = score_task.submit(
+                suite.name,
+                probe["probeId"],
+                contract,
+                probe,
+                trials.records,
+                policies[suite.name],
+                verdict,
+                corpus_digests[suite.name],
+                trials.isolation_manifest,
+                trials.evaluator_configuration,
+            )
+
+    scores: dict[tuple[str, str], ProbeScore] = {}
+    scores_cached = 0
+    for key, future in submitted.items():
+        try:
+            scores[key] = future.result()
+        except (EvalQualityFault, ValueError) as problem:
+            probe_problems[key] = f"score raised {type(problem).__name__}: {problem}"
+            continue
+        scores_cached += future.state.name == "Cached"
+
+    documents: dict[str, SuiteStrength] = {}
+    for suite in suites:
+        if suite.name in problems:
+            continue
+        documents[suite.name] = _suite_document(
+            suite, out, briefs[suite.name], policies[suite.name], corpus_digests[suite.name],
+            rows, scores, trial_counts, probe_problems,
+        )
+
+    gate = _gate(out, documents, problems, baseline_path, update_baseline_file)
+    counts = RunCounts(
+        legs_spawned=pre.spawned,
+        legs_cached=pre.from_cache,
+        scores_run=len(scores) - scores_cached,
+        scores_cached=scores_cached,
+        spawned_seconds=pre.leg_seconds,
+        total_seconds=time.perf_counter() - started,
+    )
+    if pre.spawned:
+        _write(out / COST_FILE, _cost_record(pre, counts))
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = StrengthReport(at, documents, gate, counts)
+    report_path = write_html_report(out, report)
+    publish_artifacts(report)
+    run = StrengthRun(documents, gate, counts, pre, str(out), str(report_path), problems)
+    if fail_on_movement and gate.exit_code != 0:
+        raise RuntimeError(f"contract strength gate exit {gate.exit_code}: " + "; ".join(gate.lines()))
+    return run
+
+
+def default_baseline(suites_root: Path) -> Path:
+    """``$EVALQUALITY_STRENGTH_BASELINE``, else ``expected-strength.json`` beside the suites folder."""
+    configured = os.environ.get("EVALQUALITY_STRENGTH_BASELINE")
+    return Path(configured).resolve() if configured else suites_root.parent / BASELINE_FILE
+
+
+def _suite_document(
+    suite: Suite,
+    out: Path,
+    brief: Any,
+    policy: Any,
+    corpus_digest: str,
+    rows: Mapping[tuple[str, str], ProbePreflight],
+    scores: Mapping[tuple[str, str], ProbeScore],
+    trial_counts: Mapping[tuple[str, str], int],
+    probe_problems: Mapping[tuple[str, str], str],
+) -> SuiteStrength:
+    """Write the suite's brief, evidence and aggregate; return its contract-strength document (written too)."""
+    folder = out / suite.name
+    brief_wire = to_wire(brief)
+    _write(folder / BRIEF_FILE, brief_wire)
+    own: dict[str, ProbeScore | None] = {}
+    probes: dict[str, ProbeStrength] = {}
+    unsatisfied: set[str] = set()
+    for probe in suite.probes:
+        pid = probe["probeId"]
+        key = (suite.name, pid)
+        score = scores.get(key)
+        own[pid] = score
+        stale = folder / f"evidence-{pid}.json"
+        if score is not None and score.evidence is not None:
+            _write(stale, score.evidence)
+        elif stale.exists():
+            stale.unlink()  # an Invalid probe mints nothing; never leave an earlier night's artifact behind
+        if score is not None:
+            unsatisfied.update(score.unsatisfied_coverage_rules)
+        probes[pid] = _probe_strength(probe, rows.get(key), score, trial_counts.get(key, 0), probe_problems.get(key))
+    evidence = [s.evidence for s in own.values() if s is not None and s.evidence is not None]
+    aggregate_digest: str | None = None
+    refusal: str | None = None
+    if evidence:
+        try:
+            aggregate = aggregate_strength_task(suite.name, evidence, {}, policy)
+            _write(folder / AGGREGATE_FILE, to_wire(aggregate))
+            aggregate_digest = digest_artifact(to_wire(aggregate))
+        except (AggregationRefusal, EvalQualityFault, ValueError) as problem:
+            refusal = str(problem)
+    classes = {p["probeId"]: ("zero-action" if p["expectedClean"] else p["probeClass"]) for p in suite.probes}
+    document = SuiteStrength(
+        document=DOCUMENT_KIND,
+        document_version=DOCUMENT_VERSION,
+        suite=suite.name,
+        contract_id=suite.contract["contractId"],
+        contract_digest=digest_artifact(suite.contract),
+        corpus_digest=corpus_digest,
+        brief_digest=digest_artifact(brief_wire),
+        aggregate_digest=aggregate_digest,
+        aggregate_refusal=refusal,
+        probe_count=len(suite.probes),
+        strength=suite_vector(classes, own),
+        unsatisfied_coverage_rules=sorted(unsatisfied),
+        probes=probes,
+    )
+    write_suite_strength(document, folder / CONTRACT_STRENGTH_FILE)
+    return document
+
+
+def _gate(
+    out: Path, documents: Mapping[str, SuiteStrength], problems: Mapping[str, str], baseline_path: Path, update: bool
+) -> GateResult:
+    schema_failures = check_written(out, documents)
+    if update and not problems and not schema_failures:
+        update_baseline(baseline_path, documents.values())
+    try:
+        recorded = read_baseline(baseline_path)
+    except EvalQualityFault as fault:
+        return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"])
+    return compare_with_baseline(documents, recorded, could_not_run=problems, schema_failures=schema_failures)
+
+
+def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:
+    """``preflight-cost.json`` (harness.md A.4 step 4): spawned vs cached legs, seconds, per probe."""
+    return {
+        "legsSpawned": counts.legs_spawned,
+        "legsCached": counts.legs_cached,
+        "spawnedSeconds": f"{counts.spawned_seconds:.3f}",
+        "totalSeconds": f"{counts.total_seconds:.3f}",
+        "probes": [
+            {
+                "suite": row.suite,
+                "probeId": row.probe_id,
+                "legsPlanned": row.legs_planned,
+                "spawned": row.spawned,
+                "cached": row.from_cache,
+                "seconds": f"{row.leg_seconds:.3f}",
+            }
+            for row in pre.probes
+        ],
+    }
+
+
+# ------------------------------------------------------------------------------------- running
+
+
+def make_task_runner(kind: str, workers: int) -> Any:
+    """``threads`` → ``ThreadPoolTaskRunner(workers)``; ``dask`` → a ``DaskTaskRunner`` on a local
+    cluster of ``workers`` processes (prefect-dask; the test extra installs it)."""
+    if kind == "threads":
+        return ThreadPoolTaskRunner(max_workers=workers)
+    if kind == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(
+            cluster_kwargs={"n_workers": workers, "processes": True, "threads_per_worker": 4, "dashboard_address": None}
+        )
+    raise ValueError(f"unknown task runner {kind!r} (threads or dask)")
+
+
+def run_contract_strength(
+    settings: FlowSettings | None = None,
+    *,
+    task_runner: Any | None = None,
+    suites_dir: str | None = None,
+    out_dir: str | None = None,
+    baseline: str | None = None,
+    mode: str = "default",
+    update_baseline_file: bool = False,
+) -> StrengthRun:
+    """Run the flow on ``task_runner`` (default: a thread pool of the settings' concurrency)."""
+    settings = settings or load_settings()
+    runner = task_runner or ThreadPoolTaskRunner(max_workers=settings.concurrency)
+    return contract_strength.with_options(task_runner=runner)(
+        suites_dir=suites_dir,
+        out_dir=out_dir,
+        baseline=baseline,
+        mode=mode,
+        update_baseline_file=update_baseline_file,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.contract_strength",
+        description="Live pre-flight, then score every probe's stored trials, aggregate per contract, write "
+        "the report, and gate on corpus/expected-strength.json (exit 0 matched, 1 a verdict moved, "
+        "2 could not measure or the environment moved).",
+    )
+    parser.add_argument("--suites", metavar="DIR", help="folder of suites (default: corpus/suites; $EVALQUALITY_SUITES)")
+    parser.add_argument("--out", metavar="DIR", help="where artifacts go (default: <home>/contract-strength)")
+    parser.add_argument("--baseline", metavar="FILE", help="baseline (default: expected-strength.json beside the suites)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="tasks in flight at once (default 8)")
+    parser.add_argument("--task-runner", choices=("threads", "dask"), default="threads", help="where tasks run")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--force", action="store_true", help="ignore the leg cache: run each distinct request once")
+    modes.add_argument("--from-cache", action="store_true", help="answer legs only from the cache; a miss is a fault")
+    parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from this run")
+    return parser
+
+
+def print_strength(run: StrengthRun) -> None:
+    """The console report: the pre-flight table, one strength table per contract, the summary lines."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from flows.strength_report import contract_table_rows, format_class, vector_classes
+
+    console = Console()
+    print_report(run.preflight, console)
+    for name, document in sorted(run.documents.items()):
+        vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
+        table = Table(title=f"{name} ({document.contract_id}): {vector}")
+        for column in ("probe", "class", "pre-flight", "legs", "verdict", "exit", "basis"):
+            table.add_column(column, overflow="fold")
+        for row in contract_table_rows(document):
+            basis = next((p for p in document.probes[row["probe"]].basis), "-")
+            more = len(document.probes[row["probe"]].basis) - 1
+            # The console shows the first basis line; the report and the JSON carry every line.
+            row["basis"] = basis + (f" (+{more} more)" if more > 0 else "")
+            table.add_row(*row.values())
+        console.print(table)
+    for line in run.summary_lines():
+        console.print(line, highlight=False, markup=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, run the flow, print the report, return the gate's exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ValueError as problem:
+        print(f"contract_strength: {problem}", file=sys.stderr)
+        return 64
+    if args.concurrency is not None and args.concurrency < 1:
+        print("contract_strength: --concurrency must be at least 1", file=sys.stderr)
+        return 64
+    workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
+    run = run_contract_strength(
+        settings,
+        task_runner=make_task_runner(args.task_runner, workers),
+        suites_dir=args.suites,
+        out_dir=args.out,
+        baseline=args.baseline,
+        mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
+        update_baseline_file=args.update_baseline,
+    )
+    print_strength(run)
+    return run.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
