@@ -233,7 +233,8 @@ def _supervise(proc: subprocess.Popen[bytes], spec: LaunchSpec, abort: AbortSign
     """Feed stdin and read both streams until they close and the leader has exited (not reaped)."""
     cap = spec.max_output_bytes
     deadline = time.monotonic() + spec.max_elapsed_ms / 1000.0
-    selector = selectors.DefaultSelector()
+    # poll(2), as subprocess.communicate uses: no epoll instance to create and close per run.
+    selector = selectors.PollSelector() if hasattr(selectors, "PollSelector") else selectors.DefaultSelector()
     kept = {"stdout": bytearray(), "stderr": bytearray()}
     counted = {"stdout": 0, "stderr": 0}
     assert proc.stdout is not None and proc.stderr is not None

@@ -212,8 +212,9 @@ def _error_path(root: str, loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _read(adapter: TypeAdapter[Any], data: Any, root: str, code: str) -> Any:
-    check_value_domain(data, root)
+def _read(adapter: TypeAdapter[Any], data: Any, root: str, code: str, check_domain: bool = True) -> Any:
+    if check_domain:
+        check_value_domain(data, root)
     try:
         return adapter.validate_python(data, by_alias=True, by_name=False)
     except ValidationError as exc:
@@ -230,11 +231,16 @@ def read_probe_request(data: Any, artifact_path: str = "ProbeRequest") -> CliPro
 
 
 def read_probe_observation(
-    data: Any, artifact_path: str = "ProbeObservation", *, code: str = "schema-parse-failure"
+    data: Any,
+    artifact_path: str = "ProbeObservation",
+    *,
+    code: str = "schema-parse-failure",
+    check_domain: bool = True,
 ) -> CliProbeObservation | ApiProbeObservation | McpProbeObservation:
     """Validate a JSON value as a ``ProbeObservation``. An adapter checking its own answer passes
-    ``code="port-contract-violation"`` (§3.4 step 4)."""
-    return _read(_OBSERVATION_ADAPTER, data, artifact_path, code)
+    ``code="port-contract-violation"`` (§3.4 step 4), and may pass ``check_domain=False`` when every
+    payload value it holds was already checked against the canonical value domain."""
+    return _read(_OBSERVATION_ADAPTER, data, artifact_path, code, check_domain)
 
 
 def request_to_wire(request: CliProbeRequest | ApiProbeRequest | McpProbeRequest) -> dict[str, Any]:

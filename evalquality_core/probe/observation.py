@@ -91,7 +91,9 @@ def assemble_cli_observation(
         "stderr": observation_to_wire_payload(observed_from_bytes(stderr)),
         "artifacts": {key: observation_to_wire_payload(observed_from_bytes(data)) for key, data in artifacts.items()},
     }
-    observation = read_probe_observation(wire, "ProbeObservation", code="port-contract-violation")
+    # Payload values were domain-checked by observed_from_text, and decoding with replacement never
+    # yields a lone surrogate, so only the shape is checked here.
+    observation = read_probe_observation(wire, "ProbeObservation", code="port-contract-violation", check_domain=False)
     if not isinstance(observation, CliProbeObservation):  # the wire above always says "cli"
         raise RuntimeFault("port-contract-violation", "ProbeObservation", "assembled a non-cli observation")
     return observation
