@@ -331,3 +331,27 @@ def test_aggregate_strength_over_the_tutorial_arms(conformance: Path, tmp_path: 
     assert "strength-inputs-disagree" in capsys.readouterr().err
     bad_floors = _write(tmp_path / "bad-floors.json", {"canary": 0.5})
     assert main(["aggregate-strength", *evidence, "--floors", str(bad_floors), "--policy", str(policy)]) == 5
+
+
+def test_private_manifest_entries_are_verified_under_the_corpus_root(conformance: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = conformance / "worked-example" / "reconstructed-inputs" / "isolation-manifest.json"
+    record, root = sealed_with_corpus(tmp_path, conformance / "worked-example" / "sealed-run-record.json", manifest)
+    trace = root / "traces" / "trial-1.jsonl"
+    trace.parent.mkdir(parents=True)
+    trace.write_bytes(b'{"step":1}\n')
+    entry = {"privateRef": "traces/trial-1.jsonl", "digest": digest_bytes(trace.read_bytes()), "artifactKind": "raw-trace",
+             "publicSafeRunId": None, "sanitizationPolicy": None}
+    private = _write(tmp_path / "private.json", {"schemaVersion": 1, "parentDigest": None, "revisionCount": 0,
+                                                 "entries": [entry]})
+    args = [*worked_args(conformance, record, manifest), "--corpus-root", str(root), "--private-manifest", str(private)]
+    assert main([*args, "--out=" + str(tmp_path / "ok.json")]) == 2  # the --flag=value form too
+    trace.write_bytes(b'{"step":2}\n')
+    assert main([*args, "--out", str(tmp_path / "bad.json")]) == 5
+    assert "eval-quality: digest-mismatch: PrivateArtifactManifest.entries[0]: " in capsys.readouterr().err
+    assert not (tmp_path / "bad.json").exists()
+    escaping = _write(tmp_path / "escaping.json", {"schemaVersion": 1, "parentDigest": None, "revisionCount": 0,
+                                                   "entries": [entry | {"privateRef": "../private.json"}]})
+    args[-1] = str(escaping)
+    assert main(args) == 5  # a reference leaving the root never resolves: counted as a mismatch
+    assert "digest-mismatch" in capsys.readouterr().err
