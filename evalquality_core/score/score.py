@@ -248,7 +248,11 @@ def _score_trial(
     evaluation_fault: bool,
 ) -> TrialScore:
     signed = not probe["expectedClean"] and probe.get("defectSignature") is not None
-    witness = match_witness(contract, probe, trial.observations, trial.findings, home) if signed else None
+    # A witness exists only for a signed, non-clean probe that passed the gate (§3.8): a rejected probe
+    # lands on row 3 anyway, and its predicate was never shown to be evaluable.
+    witness = (
+        match_witness(contract, probe, trial.observations, trial.findings, home) if signed and qualified else None
+    )
     buckets = map_findings(trial.findings, trial.observations, {probe["probeId"]: probe}, {probe["probeId"]: home})
     bucket_of = {fid: bucket for bucket, ids in buckets.items() for fid in ids}
     plan = select_plan(contract, trial.observations)

@@ -355,3 +355,21 @@ def test_private_manifest_entries_are_verified_under_the_corpus_root(conformance
     args[-1] = str(escaping)
     assert main(args) == 5  # a reference leaving the root never resolves: counted as a mismatch
     assert "digest-mismatch" in capsys.readouterr().err
+
+
+def test_unqualified_probe_prints_its_failures_then_the_invalid_basis(conformance: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    base = conformance / "worked-example"
+    manifest = base / "reconstructed-inputs" / "isolation-manifest.json"
+    record, root = sealed_with_corpus(tmp_path, base / "sealed-run-record.json", manifest)
+    probe = load(base / "probe.json")
+    probe["qualification"]["rollbackVerified"] = False
+    args = [*worked_args(conformance, record, manifest), "--corpus-root", str(root), "--out", str(tmp_path / "e.json")]
+    args[args.index("--probe") + 1] = str(_write(tmp_path / "probe.json", probe))
+    assert main(args) == 3
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(
+        "eval-quality: qualification-evidence-unverified: Probe[probeId=P-001].qualification.rollbackVerified: ")
+    contract = load(base / "eval-contract.json")
+    assert lines[1:] == [f"eval-quality: invalid: oracle {o['id']} resolved infrastructure-error" for o in contract["oracles"]]
+    assert not (tmp_path / "e.json").exists()
