@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,8 +294,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.files[probe_path] = pretty(probe)
 
 
-def generate_suite(name: str, out: Output) -> None:
-    """Check and generate every probe of one suite into ``out``."""
+def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
+    """Check and generate every probe of one suite into ``out`` (``jobs`` probes at a time; default: CPUs)."""
     from evalquality_core.compile.pipeline import compile_contract
 
     suite = load_suite(name)
@@ -306,11 +308,24 @@ def generate_suite(name: str, out: Output) -> None:
     if unknown:
         raise GenerationError(f"{name}: mutations name probes that do not exist: {', '.join(unknown)}")
     adapter = adapter_for(suite)
-    for probe_path in sorted((suite.root / "probes").glob("P-*.json")):
-        try:
-            generate_probe(suite, probe_path, mutations, adapter, out)
-        except GenerationError as problem:
+    probe_paths = sorted((suite.root / "probes").glob("P-*.json"))
+    outputs = [Output() for _ in probe_paths]
+
+    def one(index: int) -> None:
+        generate_probe(suite, probe_paths[index], mutations, adapter, outputs[index])
+
+    # Probes are independent (each stages its own workspaces), so they run side by side; results
+    # are merged in probe order, and the first failure in probe order is the one reported.
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, index) for index in range(len(probe_paths))]
+    for probe_path, future, produced in zip(probe_paths, futures, outputs, strict=True):
+        problem = future.exception()
+        if isinstance(problem, GenerationError):
             raise GenerationError(f"{name} {probe_path.stem}: {problem}") from problem
+        if problem is not None:
+            raise problem
+        out.files.update(produced.files)
+        out.notes.extend(produced.notes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -318,11 +333,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m corpus.tools.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="regenerate in memory and fail on any byte difference")
     parser.add_argument("--suite", action="append", help="only this suite (repeatable)")
+    # Waiting on child processes dominates, not CPU, so more probes than cores run side by side.
+    parser.add_argument("--jobs", type=int, default=4 * (os.cpu_count() or 1), help="probes checked side by side")
     options = parser.parse_args(argv)
     out = Output()
     try:
         for name in options.suite or suite_names():
-            generate_suite(name, out)
+            generate_suite(name, out, max(1, options.jobs))
     except (GenerationError, StagingError, EvaluatorError, StructuralFailure, RuntimeFault, OSError, ValueError) as problem:
         print(f"generate: {problem}", file=sys.stderr)
         return 2

@@ -1,0 +1,98 @@
+"""Every suite's declarations hold together: the contract compiles and seals through our CLI, the
+target registry cross-checks against it both ways, fixtures are named after their content, and every
+probe names a behaviour with exactly one oracle."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from corpus.tools.staging import load_mutations, suite_names
+from evalquality_core.probe.targets import cross_check_targets, parse_targets
+from tests.corpus.conftest import SUITES, probe_ids, read
+
+CLI = [sys.executable, "-m", "evalquality_core"]
+
+
+def test_the_three_suites_are_present() -> None:
+    assert suite_names() == ["notes", "review", "trace"]
+
+
+@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("command", ["compile", "seal"])
+def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -> None:
+    result = subprocess.run(
+        [*CLI, command, "--in", str(SUITES / suite / "contract.json")], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("\n") and "\n" not in result.stdout[:-1], "one canonical JSON line"
+
+
+@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_target_registry_cross_checks_with_the_contract(suite: str) -> None:
+    registry = parse_targets((SUITES / suite / "targets.toml").read_text(encoding="utf-8"), f"{suite}/targets.toml")
+    coverage = cross_check_targets(registry, [read(SUITES / suite / "contract.json")])
+    assert coverage.ok, coverage.problems()
+    policy = registry.to_policy({"python": sys.executable})
+    for authorization in policy.authorizations:
+        assert authorization.permitted_environment_keys == [], "no suite's commands need the host environment"
+        assert authorization.cwd == "work", "commands run in the staged working directory, not beside the system"
+
+
+@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_fixture_sets_are_named_after_their_content(suite: str) -> None:
+    names = [p.name for p in (SUITES / suite / "fixtures").iterdir() if p.is_dir()]
+    assert names, "every suite stages at least one fixture set"
+    for name in names:
+        # harness.md A.7: a root naming a role tells the agent the answer.
+        assert not {"clean", "seeded", "mutant", "mutated", "baseline", "defect"} & set(name.split("-")), name
+
+
+@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_every_probe_names_a_behaviour_with_exactly_one_oracle(suite: str) -> None:
+    contract = read(SUITES / suite / "contract.json")
+    oracles_of = {b["id"]: b["oracles"] for b in contract["behaviors"]}
+    for probe_id in probe_ids(suite):
+        probe = read(SUITES / suite / "probes" / f"{probe_id}.json")
+        assert probe["probeId"] == probe_id
+        assert len(oracles_of[probe["behaviorId"]]) == 1, f"{suite} {probe_id}"
+
+
+@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_every_non_clean_probe_has_exactly_one_mutation_and_no_clean_control_has_one(suite: str) -> None:
+    mutations = load_mutations(suite)
+    for probe_id in probe_ids(suite):
+        probe = read(SUITES / suite / "probes" / f"{probe_id}.json")
+        assert (probe_id in mutations) == (not probe["expectedClean"]), f"{suite} {probe_id}"
+
+
+def test_the_suites_carry_the_probe_mix_the_corpus_promises() -> None:
+    def classes(suite: str) -> list[str]:
+        return sorted(read(SUITES / suite / "probes" / f"{p}.json")["probeClass"] for p in probe_ids(suite))
+
+    assert classes("notes") == ["defect"] * 4 + ["gameability", "zero-action"]
+    assert classes("review") == ["defect"] * 6 + ["gameability", "zero-action"]
+    assert classes("trace") == ["defect"] * 3 + ["zero-action"]
+
+
+def test_review_fixture_plants_six_different_defect_kinds_beside_a_clean_file(tmp_path) -> None:
+    """Run the real reviewer over each fixture file: six files draw one gating finding each, of six
+    different rules, and one file draws none."""
+    work = SUITES / "review" / "fixtures" / "checkout-service"
+    rules, clean = [], []
+    for test_file in sorted((work / "tests").glob("test_*.py")):
+        result = subprocess.run(
+            [sys.executable, str(SUITES / "review" / "system" / "review.py"), "--files", str(test_file)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=30,
+        )
+        findings = read(tmp_path / "verdict.json")["findings"]
+        if not findings:
+            assert result.returncode == 0
+            clean.append(test_file.name)
+        else:
+            assert result.returncode == 1 and len(findings) == 1 and findings[0]["gating"]
+            rules.append(findings[0]["rule"])
+    assert len(rules) >= 6 and len(set(rules)) == len(rules)
+    assert clean == ["test_cart_totals.py"]
