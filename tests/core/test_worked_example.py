@@ -146,3 +146,13 @@ def test_reference_chains(conformance: Path, name: str) -> None:
     for ours, theirs in zip(artifact["outcomes"], emitted["outcomes"], strict=True):
         assert {k: ours[k] for k in shared} == {k: theirs[k] for k in shared}
     assert [o.severity for o in result.outcomes] == [o["severity"] for o in emitted["outcomes"]]
+
+
+def test_skill_defect_witness_partition(conformance: Path) -> None:
+    """chains/README.md: the match is ``matched``; obs-002 satisfies the signature, the backend run obs-001
+    lands in the refuting set."""
+    chain = reference_chain(conformance, "skill-defect")
+    result, _ = _score(chain)
+    witness = result.trials[0].witness
+    assert witness is not None
+    assert (witness.result, witness.satisfying_ids, witness.refuting_ids) == ("matched", ("obs-002",), ("obs-001",))
