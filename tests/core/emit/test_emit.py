@@ -91,10 +91,6 @@ def test_run_score_needs_a_corpus_for_private_references(chain: Chain) -> None:
                   evaluator_configuration=chain.configuration)
 
 
-def _one_probe_artifacts(chain: Chain) -> list[dict[str, Any]]:
-    return [_emit(chain)]
-
-
 def test_aggregate_over_one_artifact(chain: Chain) -> None:
     artifact = _emit(chain)
     aggregate = to_wire(aggregate_strength([artifact], {"defect": 1.0}, chain.policy, engine_version="0.1.0"))
