@@ -178,3 +178,21 @@ def test_refusals_name_the_path(conformance: Path, mutate, path: str) -> None:
         read_artifact(EvalContract, document)
     assert caught.value.code == "schema-parse-failure"
     assert caught.value.artifact_path == path
+
+
+CONTRACT_KEYS = [
+    "parentDigest", "revisionCount", "contractId", "sourceSpecDigest", "behaviors", "oracles", "rubrics",
+    "waivers", "permittedInterfaces", "referenceSets", "siblingGroups", "interactionPlan", "scopedResources",
+    "forbiddenInputs", "testData", "budgets", "safetyLimits", "requiredEvidence", "probeStepBound", "fixtureReset",
+]
+
+
+@pytest.mark.parametrize("key", CONTRACT_KEYS)
+def test_every_top_level_key_is_required(conformance: Path, key: str) -> None:
+    """No defaults: dropping any of the spec's top-level keys (artifacts.md §2.2) is refused at that key."""
+    document = _satisfied(conformance)
+    assert set(document) == {"schemaVersion", *CONTRACT_KEYS}
+    del document[key]
+    with pytest.raises(RuntimeFault) as caught:
+        read_artifact(EvalContract, document)
+    assert (caught.value.code, caught.value.artifact_path) == ("schema-parse-failure", f"EvalContract.{key}")
