@@ -128,6 +128,8 @@ def score_command(
     configuration_path = _one("evaluator-configuration", evaluator_configuration)
     private_path = _one("private-manifest", private_manifest)
     root = _one("corpus-root", corpus_root)
+    if len(designated_oracle) > 1:  # §7.2: the designated oracle may be given once only
+        raise UsageError("--designated-oracle given twice; it names one oracle")
     designated = _one("designated-oracle", designated_oracle)
     target = out_path(_one("out", out), "evidence-artifact")
     named: list[tuple[str, str | None]] = [("record", r) for r in records] + list(flags.items()) + [

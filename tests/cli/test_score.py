@@ -153,6 +153,7 @@ def test_usage_errors(conformance: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert main([*args, "--designated-oracle", "O-002"]) == 64  # declared, but B-001 lists only O-001
     assert "--designated-oracle" in capsys.readouterr().err
     assert main([*args, "--designated-oracle", "O-1"]) == 64
+    assert main([*args, "--designated-oracle", "O-001", "--designated-oracle", "O-001"]) == 64
     assert main([*args, "--policy", str(base / "probe.json")]) == 64  # conflicting repeat
     assert "given twice with different values" in capsys.readouterr().err
     assert main([*args, "--out", str(record)]) == 64  # --out resolves to an input
