@@ -1,0 +1,128 @@
+"""``python -m flows.preflight`` as a real subprocess over a slow fixture suite (prefect.md §8: few flow tests).
+
+One scenario, three runs in one temp eval-quality home: a run SIGKILLed half way, a re-run that completes
+and re-spawns none of the legs the killed run had answered, and a third run that spawns nothing. Process
+starts are counted independently (the fixture system appends to a marker file) and must agree with the
+flow's own counters; the verdicts must equal those of an uninterrupted pre-flight (the core pipeline
+over the same adapter, no Prefect).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import diskcache
+import pytest
+
+from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.artifacts.base import to_wire
+from evalquality_core.canonical.json import serialize_artifact
+from evalquality_core.pipeline import run_preflight
+from flows.suites import load_suite
+from tasks.workspace import leg_workspace
+from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROBES = 3
+#: witness-frontend (= both control legs), witness-backend, and one seeded-fault leg per probe's mutation.
+DISTINCT_REQUESTS = 2 + PROBES
+LEGS = 5 * PROBES
+
+pytestmark = pytest.mark.slow
+
+
+def _command(suites: Path, out: Path, baseline: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "flows.preflight",
+        "--suites", str(suites), "--out", str(out), "--baseline", str(baseline), "--concurrency", "1", *extra,
+    ]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["EVALQUALITY_HOME"] = str(home)
+    return env
+
+
+def _uninterrupted_verdicts(suite_dir: Path, scratch: Path) -> dict[str, bytes]:
+    """The verdicts of a plain, sequential pre-flight per probe (pipeline.run_preflight, same adapter)."""
+    suite = load_suite(suite_dir)
+
+    class StagingPort:
+        def __init__(self, probe):
+            self.probe_doc = probe
+
+        def probe(self, request):
+            with leg_workspace(scratch) as workspace:
+                suite.stager(self.probe_doc, request.probe_id)(workspace)
+                return CommandLineAdapter(suite.policy, workdir=workspace).probe(request)
+
+    verdicts = {}
+    for probe in suite.probes:
+        run_id = f"preflight-{suite.name}-{probe['probeId']}".lower()
+        verdict = run_preflight(suite.contract, [probe], run_id, StagingPort(probe))
+        verdicts[probe["probeId"]] = serialize_artifact(to_wire(verdict))
+    return verdicts
+
+
+def _cached_entries(home: Path) -> int:
+    with diskcache.Cache(str(home / "leg-cache")) as cache:
+        return sum(1 for key in cache.iterkeys() if str(key).startswith("leg:"))
+
+
+def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conformance, tmp_path):
+    suites, home, out, baseline = tmp_path / "suites", tmp_path / "home", tmp_path / "out", tmp_path / "base.json"
+    suite_dir, marker = build_skill_suite(conformance, suites, probes=PROBES, delay_s=0.0)
+    reference = _uninterrupted_verdicts(suite_dir, tmp_path / "scratch")
+    marker.unlink()  # count only the flow's process starts from here on
+    set_delay(marker, 1.0)
+
+    # Run 1: SIGKILL the flow (and the embedded server in its session) once two legs have finished.
+    killed = subprocess.Popen(
+        _command(suites, out, baseline), cwd=PROJECT_ROOT, env=_env(home), start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 180
+    while len(marker_events(marker, "end")) < 2:
+        assert killed.poll() is None, "the flow ended before it could be killed half way"
+        assert time.monotonic() < deadline, "the flow never got two legs done"
+        time.sleep(0.05)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    answered_before_kill = _cached_entries(home)
+    assert 1 <= answered_before_kill < DISTINCT_REQUESTS
+    starts_before = len(marker_events(marker))
+    time.sleep(1.5)  # let any orphaned leg of the killed run finish writing its marker line
+    starts_before = len(marker_events(marker))
+
+    # Run 2: completes, spawning exactly the requests the killed run had not answered.
+    set_delay(marker, 0.0)
+    resumed = subprocess.run(
+        _command(suites, out, baseline, "--update-baseline"), cwd=PROJECT_ROOT, env=_env(home),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    summary = json.loads((out / "preflight-summary.json").read_text())
+    resumed_starts = len(marker_events(marker)) - starts_before
+    assert summary["legsSpawned"] == resumed_starts == DISTINCT_REQUESTS - answered_before_kill
+    assert summary["legsSpawned"] + summary["legsFromCache"] == LEGS
+    assert [row["outcome"] for row in summary["probes"]] == ["passed"] * PROBES
+    for probe_id, verdict in reference.items():
+        assert (out / "skill" / f"preflight-{probe_id}.json").read_bytes() == verdict
+    assert list((home / "workspaces").iterdir()) == []  # the killed run's workspaces were reclaimed
+
+    # Run 3: nothing left to spawn; the independent count agrees; the baseline matches (exit 0).
+    again = subprocess.run(
+        _command(suites, out, baseline), cwd=PROJECT_ROOT, env=_env(home), capture_output=True, text=True, timeout=300,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 legs run and 15 answered from cache" in again.stdout
+    assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
+    assert len(marker_events(marker)) == starts_before + resumed_starts
+    assert "Traceback" not in again.stdout + again.stderr and "WARNING" not in again.stderr
