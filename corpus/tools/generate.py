@@ -261,6 +261,11 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
                 f"{probe_id}: designated oracle {oracle['id']} resolves {failed['designatedResolution']} under the mutation, not false")
         _expect(baseline["signatureMatches"] == [], f"{probe_id}: the defect signature matches the baseline ({baseline['signatureMatches']})")
         _expect(bool(failed["signatureMatches"]), f"{probe_id}: the defect signature matches no observation of the mutated run")
+        # Whether the exit code alone separates the arms on the observations the signature matched:
+        # true for the reviewer (1 on the plant, 0 under the mutation), false for the tracer (0 on both).
+        failed["exitCodeDiscriminates"] = any(
+            baseline["exitCodes"][m] != failed["exitCodes"][m] for m in failed["signatureMatches"]
+        )
         base_data, failed_data = pretty(baseline), pretty(failed)
         out.files[evidence_dir / "baseline.json"] = base_data
         out.files[evidence_dir / f"{arm}.json"] = failed_data
@@ -286,8 +291,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
             probe["defects"] = [dict(d, oracleEvidence=[mutation_ref]) for d in probe["defects"]]
         out.notes.append(
             f"{suite.name} {probe_id}: {mutation.operator}; {oracle['id']} true -> false; signature matches "
-            f"{', '.join(failed['signatureMatches'])}; exit codes baseline {sorted(set(baseline['exitCodes'].values()))}, "
-            f"{arm} {sorted(set(failed['exitCodes'].values()))}"
+            f"{', '.join(failed['signatureMatches'])}; the exit code "
+            f"{'separates' if failed['exitCodeDiscriminates'] else 'does not separate'} the arms there"
         )
     probe["qualification"] = qualification
     read_artifact(Probe, probe, f"Probe[probeId={probe_id}]")

@@ -53,6 +53,7 @@ def test_trace_evidence_records_that_the_exit_code_discriminates_nothing() -> No
         evidence = SUITES / "trace" / "evidence" / probe_id
         codes = set(read(evidence / "baseline.json")["exitCodes"].values()) | set(read(evidence / "mutant.json")["exitCodes"].values())
         assert codes == {0}
+        assert read(evidence / "mutant.json")["exitCodeDiscriminates"] is False
 
 
 def test_review_evidence_shows_the_exit_code_separating_plant_from_clean() -> None:
@@ -61,6 +62,7 @@ def test_review_evidence_shows_the_exit_code_separating_plant_from_clean() -> No
         matched = read(evidence / "mutant.json")["signatureMatches"]
         assert [read(evidence / "baseline.json")["exitCodes"][m] for m in matched] == [1]
         assert [read(evidence / "mutant.json")["exitCodes"][m] for m in matched] == [0]
+        assert read(evidence / "mutant.json")["exitCodeDiscriminates"] is True
 
 
 def test_a_behaviour_with_two_oracles_has_no_designated_oracle() -> None:
