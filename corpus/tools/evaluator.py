@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -499,19 +501,26 @@ def preflight_probe(suite: Suite, probe_id: str, adapter: CommandLineAdapter | N
     return as_wire(verdict)
 
 
-def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequence[str] | None = None) -> list[Path]:
-    """Rewrite ``trials/`` of a suite: per probe, a pre-flight verdict and ``trials`` sealed trials."""
+def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequence[str] | None = None, jobs: int = 1) -> list[Path]:
+    """Rewrite ``trials/`` of a suite: per probe, a pre-flight verdict and ``trials`` sealed trials.
+
+    Probes are independent (every trial and leg stages its own workspace), so ``jobs`` of them run
+    side by side; the trials of one probe run in order.
+    """
     suite = load_suite(suite_name)
     adapter = adapter_for(suite)
-    written = []
-    for probe_id in probe_ids or sorted(suite.probes):
+    chosen = list(probe_ids or sorted(suite.probes))
+
+    def one(probe_id: str) -> Path:
         probe_dir = suite.root / "trials" / probe_id
         shutil.rmtree(probe_dir, ignore_errors=True)
         _write(probe_dir / "preflight-verdict.json", preflight_probe(suite, probe_id, adapter))
         for index in range(1, trials + 1):
             write_trial(suite, probe_id, index, probe_dir / f"trial-{index}", adapter=adapter)
-        written.append(probe_dir)
-    return written
+        return probe_dir
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, chosen))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -520,12 +529,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--regenerate", action="store_true", help="rewrite every stored trial (required)")
     parser.add_argument("--suite", action="append", help="only this suite (repeatable)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"trials per probe (default {DEFAULT_TRIALS})")
+    # Waiting on child processes dominates, not CPU, so more probes than cores run side by side.
+    parser.add_argument("--jobs", type=int, default=4 * (os.cpu_count() or 1), help="probes run side by side")
     options = parser.parse_args(argv)
     if not options.regenerate:
         parser.error("nothing to do: pass --regenerate")
     try:
         for name in options.suite or suite_names():
-            for path in regenerate(name, options.trials):
+            for path in regenerate(name, options.trials, jobs=options.jobs):
                 print(f"wrote {_relative(path)}")
     except (EvaluatorError, StagingError) as problem:
         print(f"evaluator: {problem}", file=sys.stderr)
