@@ -148,3 +148,15 @@ def test_weakened_contract_without_read_back_oracle_misses_the_silent_write(tmp_
     defect = artifact["strength"]["vector"]["defect"]
     assert defect == {"caught": 0, "exercised": 1, "rate": 0}, defect  # exercised (the read-back ran) and missed
     assert "caught" not in {o["state"] for o in artifact["outcomes"]}
+
+
+@pytest.mark.parametrize(("suite", "probe_id"), [("notes", "P-001"), ("review", "P-007"), ("trace", "P-004")])
+def test_stored_trials_are_what_the_reference_evaluator_writes(suite: str, probe_id: str, tmp_path: Path) -> None:
+    """Stored trials are produced by the evaluator, never typed: a re-run writes the same bytes."""
+    relative = Path("corpus") / "suites" / suite / "trials" / probe_id / "trial-2"
+    write_trial(load_suite(suite), probe_id, 2, tmp_path / relative, reference_root=tmp_path)
+    stored = SUITES / suite / "trials" / probe_id / "trial-2"
+    names = sorted(p.name for p in stored.iterdir())
+    assert names == ["actions.jsonl", "evaluator-configuration.json", "isolation-manifest.json", "sealed-run-record.json"]
+    for name in names:
+        assert (tmp_path / relative / name).read_bytes() == (stored / name).read_bytes(), name
