@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 import rfc8785
@@ -19,6 +20,19 @@ from evalquality_core.faults import RuntimeFault
 MAX_SAFE_INTEGER = 2**53 - 1
 #: Nesting depth must stay below this (``MAX_NESTING_DEPTH`` of the reference).
 MAX_NESTING_DEPTH = 1024
+
+
+#: Python frames a parse or dump of a value nested MAX_NESTING_DEPTH deep may use (a few per level);
+#: without it a legal 1000-deep document would end in RecursionError instead of being read.
+_RECURSION_ROOM = 4 * MAX_NESTING_DEPTH + 1000
+
+
+def _ensure_recursion_room() -> None:
+    if sys.getrecursionlimit() < _RECURSION_ROOM:
+        sys.setrecursionlimit(_RECURSION_ROOM)
+
+
+_ensure_recursion_room()  # at import, so the limit is in place before any caller measures it
 
 
 def _refuse(path: str, detail: str) -> RuntimeFault:
@@ -72,6 +86,7 @@ def check_value_domain(value: Any, path: str = "$") -> None:
 def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 canonical UTF-8 bytes of ``value``, after the value-domain check."""
     check_value_domain(value)
+    _ensure_recursion_room()
     try:
         return rfc8785.dumps(value)
     except rfc8785.CanonicalizationError as exc:  # the domain check should have caught it first
@@ -156,6 +171,7 @@ def scan_json(data: bytes | str, artifact_path: str = "$") -> Any:
         raise RuntimeFault("schema-parse-failure", artifact_path, "unexpected byte order mark at offset 0")
     if _max_depth_exceeded(text):
         raise _refuse(artifact_path, f"nesting depth reaches {MAX_NESTING_DEPTH}")
+    _ensure_recursion_room()
     try:
         value = json.loads(
             text,
