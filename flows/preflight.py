@@ -1,6 +1,6 @@
 """``python -m flows.preflight``: the pre-flight of every probe of every suite, as one Prefect flow.
 
-Plans each (suite, probe), fans every leg out concurrently on a bounded thread pool (one ``spawn-leg``
+Compiles each suite's contract, plans each (suite, probe), fans every leg out concurrently on a bounded thread pool (one ``spawn-leg``
 task per leg, answered by the leg cache or one live child process in a fresh staged workspace), reduces
 each probe's observations into its ``PreflightVerdict``, writes ``<out>/<suite>/preflight-<probe>.json``
 and ``<out>/preflight-summary.json``, prints the table and the cost line, and gates on the baseline.
@@ -33,6 +33,7 @@ from flows.baseline import gate
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report
 from flows.settings import FlowSettings, load_settings
 from flows.suites import Suite, load_suites
+from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, close_leg_cache
 from tasks.preflight import (
     LegJob,
@@ -94,9 +95,14 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     try:
         planned: list[_Planned] = []
         for suite in suites:
+            try:
+                contract = compile_task(suite.contract)  # a contract that does not compile cannot pre-flight
+            except EvalQualityFault as fault:
+                failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
+                continue
             for probe in suite.probes:
                 try:
-                    plan = plan_preflight_task(suite.contract, [probe], run_id_of(suite.name, probe["probeId"]))
+                    plan = plan_preflight_task(contract, [probe], run_id_of(suite.name, probe["probeId"]))
                     planned.append(_Planned(suite, dict(probe), plan, None))
                 except EvalQualityFault as fault:
                     planned.append(_Planned(suite, dict(probe), None, fault))
