@@ -14,7 +14,8 @@ The run (harness.md A.4, full mode), per suite under the corpus:
    cached run never overwrites the record of the run that spent the time.
 
 The task runner is a parameter of :func:`run_contract_strength` (a bounded thread pool by default;
-``--task-runner dask`` runs the same flow on prefect-dask's ``DaskTaskRunner``). The corpus digest of a
+``--task-runner dask`` runs the scoring tasks on prefect-dask's ``DaskTaskRunner``; the pre-flight legs
+stay on a thread pool, where child-spawning legs run fastest on one machine, prefect.md §7). The corpus digest of a
 suite is the directory digest of its evaluation corpus (contract, probes, mutations, stored trials):
 the system under test and its fixtures are the environment, which the pre-flight's fixture digest covers.
 """
@@ -51,7 +52,7 @@ from evalquality_core.canonical import (
     scan_json,
     serialize_artifact,
 )
-from evalquality_core.faults import AggregationRefusal, EvalQualityFault
+from evalquality_core.faults import EvalQualityFault
 from flows.preflight import preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
@@ -100,6 +101,8 @@ class StrengthRun:
     out_dir: str
     report: str
     problems: Mapping[str, str] = field(default_factory=dict)
+    #: The class name of the task runner the flow ran on (``ThreadPoolTaskRunner``, ``DaskTaskRunner``).
+    task_runner: str = ""
 
     @property
     def exit_code(self) -> int:
@@ -295,9 +298,12 @@ def contract_strength(
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
     context = FlowRunContext.get()
-    runner = context.task_runner.duplicate() if context is not None else ThreadPoolTaskRunner(settings.concurrency)
+    runner = context.task_runner if context is not None else None
+    # Legs wait on child processes: a bounded thread pool is the fastest home for them on one machine
+    # (prefect.md §7), whatever runner the scoring tasks use; scale-out across machines is per flow run.
+    legs_runner = ThreadPoolTaskRunner(max_workers=settings.concurrency)
 
-    pre: PreflightRun = preflight.with_options(task_runner=runner)(
+    pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
         cache_dir=str(settings.leg_cache_dir),
@@ -383,7 +389,9 @@ def contract_strength(
     report = StrengthReport(at, documents, gate, counts)
     report_path = write_html_report(out, report)
     publish_artifacts(report)
-    run = StrengthRun(documents, gate, counts, pre, str(out), str(report_path), problems)
+    run = StrengthRun(
+        documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
+    )
     if fail_on_movement and gate.exit_code != 0:
         raise RuntimeError(f"contract strength gate exit {gate.exit_code}: " + "; ".join(gate.lines()))
     return run
@@ -430,12 +438,13 @@ def _suite_document(
     aggregate_digest: str | None = None
     refusal: str | None = None
     if evidence:
-        try:
-            aggregate = aggregate_strength_task(suite.name, evidence, {}, policy)
-            _write(folder / AGGREGATE_FILE, to_wire(aggregate))
-            aggregate_digest = digest_artifact(to_wire(aggregate))
-        except (AggregationRefusal, EvalQualityFault, ValueError) as problem:
-            refusal = str(problem)
+        outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
+        refusal = outcome.refusal
+        if outcome.aggregate is not None:
+            _write(folder / AGGREGATE_FILE, outcome.aggregate)
+            aggregate_digest = digest_artifact(outcome.aggregate)
+    if aggregate_digest is None and (folder / AGGREGATE_FILE).exists():
+        (folder / AGGREGATE_FILE).unlink()  # never leave an earlier night's aggregate beside this night's evidence
     classes = {p["probeId"]: ("zero-action" if p["expectedClean"] else p["probeClass"]) for p in suite.probes}
     document = SuiteStrength(
         document=DOCUMENT_KIND,
@@ -520,13 +529,37 @@ def run_contract_strength(
     """Run the flow on ``task_runner`` (default: a thread pool of the settings' concurrency)."""
     settings = settings or load_settings()
     runner = task_runner or ThreadPoolTaskRunner(max_workers=settings.concurrency)
-    return contract_strength.with_options(task_runner=runner)(
-        suites_dir=suites_dir,
-        out_dir=out_dir,
-        baseline=baseline,
-        mode=mode,
-        update_baseline_file=update_baseline_file,
-    )
+    shared = _share_api_with_worker_processes(runner)
+    try:
+        return contract_strength.with_options(task_runner=runner)(
+            suites_dir=suites_dir,
+            out_dir=out_dir,
+            baseline=baseline,
+            mode=mode,
+            update_baseline_file=update_baseline_file,
+        )
+    finally:
+        if shared:
+            os.environ.pop("PREFECT_API_URL", None)
+
+
+def _share_api_with_worker_processes(runner: Any) -> bool:
+    """Point a process-based runner's workers at this process's embedded API server.
+
+    Without ``PREFECT_API_URL`` the flow runs on an embedded (ephemeral) server that only this process
+    knows; a Dask worker process would try to start its own and fail. The workers are started when the
+    flow enters its task runner, after this sets the variable they inherit. Returns whether it set it.
+    """
+    from prefect.settings import PREFECT_API_URL
+
+    if isinstance(runner, ThreadPoolTaskRunner) or PREFECT_API_URL.value() or os.environ.get("PREFECT_API_URL"):
+        return False
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    os.environ["PREFECT_API_URL"] = server.api_url
+    return True
 
 
 def _parser() -> argparse.ArgumentParser:

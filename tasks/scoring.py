@@ -109,6 +109,19 @@ def score_task(
     )
 
 
+@dataclass(frozen=True)
+class AggregateOutcome:
+    """``aggregate-strength``'s answer: the ``StrengthAggregate`` as wire JSON, or why it was refused.
+
+    A refusal (``AggregationRefusal``, exit 4 at the CLI) is a decision about the inputs, not a
+    transient fault, so it is returned (and cached) rather than raised: per-probe pre-flights give each
+    probe its own fixture digest, and §5.5 refuses evidence whose scoring versions differ.
+    """
+
+    aggregate: Mapping[str, Any] | None
+    refusal: str | None
+
+
 @task(
     name="aggregate-strength",
     task_run_name="aggregate-strength/{suite}",
@@ -119,8 +132,14 @@ def score_task(
 )
 def aggregate_strength_task(
     suite: str, evidence: Sequence[Mapping[str, Any]], floors: Mapping[str, float], policy: Any
-) -> Any:
+) -> AggregateOutcome:
     """Aggregate one suite's evidence artifacts into its ``StrengthAggregate`` (scoring.md §5.5)."""
     from evalquality_core.aggregate.aggregate import aggregate_strength
+    from evalquality_core.artifacts.base import to_wire
+    from evalquality_core.faults import AggregationRefusal
 
-    return aggregate_strength(list(evidence), dict(floors), policy, engine_version=_engine_version())
+    try:
+        aggregate = aggregate_strength(list(evidence), dict(floors), policy, engine_version=_engine_version())
+    except AggregationRefusal as refusal:
+        return AggregateOutcome(None, str(refusal))
+    return AggregateOutcome(to_wire(aggregate), None)

@@ -1,0 +1,157 @@
+"""The contract_strength flow end to end, on temp copies of the corpus's notes suite (real child processes).
+
+Each test copies two probes of ``corpus/suites/notes`` (P-001, a defect its contract catches, and
+P-006, the clean control) with the corpus scoring policy, and the committed baseline's entries for
+them, then runs the real flow: live pre-flight legs through the leg cache, the score tasks, the gate.
+The leg cache is shared by the module (as nights share it), so only the first test spawns the
+unchanged legs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalquality_core.artifacts.evidence import EvidenceArtifact
+from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
+from evalquality_core.canonical import digest_artifact, scan_json
+from flows.contract_strength import (
+    COST_FILE,
+    StrengthRun,
+    make_task_runner,
+    run_contract_strength,
+)
+from flows.strength_document import read_suite_strength
+from flows.strength_report import HISTORY_FILE, REPORT_FILE
+
+PROJECT = Path(__file__).resolve().parents[2]
+KEPT = ("P-001", "P-006")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_home(tmp_path_factory) -> Iterator[Path]:
+    """One eval-quality home (leg cache, workspaces) for the module's runs, like successive nights."""
+    home = tmp_path_factory.mktemp("strength-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALQUALITY_HOME", str(home))
+        patch.delenv("EVALQUALITY_SUITES", raising=False)
+        patch.delenv("EVALQUALITY_STRENGTH_BASELINE", raising=False)
+        yield home
+
+
+def make_corpus(root: Path) -> Path:
+    """``<root>/corpus`` holding the notes suite cut to ``KEPT`` and the committed baseline cut alike."""
+    source = PROJECT / "corpus"
+    corpus = root / "corpus"
+    suite = corpus / "suites" / "notes"
+    shutil.copytree(source / "suites" / "notes", suite)
+    shutil.copy(source / "scoring-policy.json", corpus / "scoring-policy.json")
+    for probe in (suite / "probes").glob("*.json"):
+        if probe.stem not in KEPT:
+            probe.unlink()
+            shutil.rmtree(suite / "trials" / probe.stem, ignore_errors=True)
+    recorded = json.loads((source / "expected-strength.json").read_text())["notes"]
+    recorded["probes"] = {pid: entry for pid, entry in recorded["probes"].items() if pid in KEPT}
+    (corpus / "expected-strength.json").write_text(json.dumps({"notes": recorded}, indent=2))
+    return corpus
+
+
+def run(corpus: Path, out: Path, **options) -> StrengthRun:
+    return run_contract_strength(
+        suites_dir=str(corpus / "suites"),
+        out_dir=str(out),
+        baseline=str(corpus / "expected-strength.json"),
+        **options,
+    )
+
+
+def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(tmp_path):
+    from prefect.artifacts import Artifact
+
+    corpus = make_corpus(tmp_path)
+    out = tmp_path / "out"
+    first = run(corpus, out)
+    assert first.exit_code == 0, first.summary_lines()
+    assert first.counts.legs_spawned > 0
+    assert first.counts.scores_run + first.counts.scores_cached == 2
+    cost = (out / COST_FILE).read_bytes()
+    assert json.loads(cost)["legsSpawned"] == first.counts.legs_spawned
+
+    # What the run wrote: per probe its verdict and evidence, per suite the brief and the document.
+    folder = out / "notes"
+    document = read_suite_strength(folder / "contract-strength.json")
+    assert set(document.probes) == set(KEPT)
+    for pid in KEPT:
+        verdict = scan_json((folder / f"preflight-{pid}.json").read_bytes())
+        assert PreflightVerdict.model_validate(verdict, by_alias=True).passed is True
+        evidence = scan_json((folder / f"evidence-{pid}.json").read_bytes())
+        EvidenceArtifact.model_validate(evidence, by_alias=True)
+        assert document.probes[pid].evidence_digest == digest_artifact(evidence)
+    assert document.probes["P-001"].strength.defect.caught == 1
+    assert (folder / "sealed-evaluator-brief.json").is_file()
+
+    second = run(corpus, out)
+    assert second.exit_code == 0, second.summary_lines()
+    assert (second.counts.legs_spawned, second.counts.scores_run, second.counts.scores_cached) == (0, 0, 2)
+    assert second.summary_lines()[0].startswith("0 leg(s) run and ")
+    assert "0 probe(s) re-scored and 2 answered from cache" in second.summary_lines()[0]
+    assert (out / COST_FILE).read_bytes() == cost  # a cached night never overwrites the spending night's record
+    assert read_suite_strength(folder / "contract-strength.json") == document
+    assert len(json.loads((out / HISTORY_FILE).read_text())["nights"]) == 2
+    assert (out / REPORT_FILE).read_text().count("<svg") == 2  # this night's bars, and the line across nights
+
+    table = Artifact.get("strength-notes")
+    assert table is not None and "P-001" in str(table.data)
+    summary = Artifact.get("contract-strength-summary")
+    assert summary is not None and "0 probe(s) re-scored and 2 answered from cache" in str(summary.data)
+
+
+def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
+    corpus = make_corpus(tmp_path)
+    record_path = corpus / "suites/notes/trials/P-001/trial-1/sealed-run-record.json"
+    record = json.loads(record_path.read_text())
+    # The evaluator now says the designated oracle held, and files no defect finding against it.
+    for disposition in record["oracleDispositions"]:
+        if disposition["oracleId"] == "O-001":
+            disposition["disposition"] = "held"
+    record["findings"] = [f for f in record["findings"] if f["oracleId"] != "O-001"]
+    record_path.write_text(json.dumps(record))
+
+    result = run(corpus, tmp_path / "out")
+    assert result.exit_code == 1, result.summary_lines()
+    assert result.gate.lines() == ["notes P-001: verdict moved CONCERNS -> FAIL"]
+    assert result.counts.legs_spawned == 0  # the environment did not change: every leg from the cache
+    assert result.documents["notes"].probes["P-001"].basis == [
+        "oracle O-001 resolved missed at or above the severity floor"
+    ]
+
+
+def test_a_defused_seeded_fault_fails_preflight_and_exits_2_naming_the_check(tmp_path):
+    corpus = make_corpus(tmp_path)
+    mutation_path = corpus / "suites/notes/mutations/store-write-deletion.json"
+    mutation = json.loads(mutation_path.read_text())
+    assert mutation["probeId"] == "P-001"
+    # The P-001 leg's system now keeps the write: its seeded fault no longer fires.
+    mutation["replace"] = mutation["find"].replace("\n    return", "  # defused\n    return")
+    mutation_path.write_text(json.dumps(mutation))
+
+    result = run(corpus, tmp_path / "out")
+    assert result.exit_code == 2, result.summary_lines()
+    assert "notes P-001: pre-flight moved passed -> failed: seeded-fault-fired" in result.gate.lines()
+    assert result.documents["notes"].probes["P-001"].verdict is None
+    assert "pre-flight verdict did not pass" in result.documents["notes"].probes["P-001"].basis
+
+
+def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):
+    pytest.importorskip("prefect_dask", reason="prefect-dask is a test extra: pip install -e '.[test]'")
+    corpus = make_corpus(tmp_path)
+    result = run(corpus, tmp_path / "out", task_runner=make_task_runner("dask", 2))
+    assert result.task_runner == "DaskTaskRunner"
+    assert result.exit_code == 0, result.summary_lines()
+    assert result.documents["notes"].probes["P-001"].verdict == "CONCERNS"
