@@ -36,6 +36,9 @@ TIMEZONE_VARIABLE = "EVALQUALITY_NIGHTLY_TIMEZONE"
 FILE_ENTRYPOINT = "flows/contract_strength.py:contract_strength"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 TAGS = ["eval-quality", "nightly"]
+#: A night whose gate is not 0 ends its flow run Failed (after writing and publishing everything), so
+#: the UI and any notification on failed runs show it.
+NIGHTLY_PARAMETERS: dict[str, Any] = {"fail_on_movement": True}
 
 
 def nightly_timezone(explicit: str | None = None) -> str:
@@ -59,7 +62,7 @@ def build_deployment(
     return contract_strength.to_deployment(
         name=DEPLOYMENT_NAME,
         schedules=[nightly_schedule(cron, timezone)],
-        parameters=parameters or {},
+        parameters={**NIGHTLY_PARAMETERS, **(parameters or {})},
         tags=TAGS,
         description="Nightly contract strength: live pre-flight, score stored trials, gate on the baseline.",
         entrypoint_type=EntrypointType.MODULE_PATH,
@@ -80,6 +83,7 @@ def deploy_to_pool(pool: str, cron: str = NIGHTLY_CRON, timezone: str | None = N
         name=DEPLOYMENT_NAME,
         work_pool_name=pool,
         schedules=[nightly_schedule(cron, timezone)],
+        parameters=NIGHTLY_PARAMETERS,
         tags=TAGS,
         build=False,
         push=False,
