@@ -46,13 +46,66 @@ def _check_string(value: str, path: str, what: str) -> None:
         raise _refuse(path, f"{what} holds a lone surrogate at index {exc.start}") from None
 
 
+_OUTSIDE, _IN_DOMAIN, _PLAIN = 0, 1, 2
+
+
+def _in_domain(value: Any) -> int:
+    """A fast walk (no paths built): ``_OUTSIDE``, ``_IN_DOMAIN``, or ``_PLAIN`` when the value is in
+    the domain *and* holds no float and no non-ASCII key. ``check_value_domain`` locates violations."""
+    plain = True
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth >= MAX_NESTING_DEPTH:
+            return _OUTSIDE
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return _OUTSIDE
+        elif kind is dict:
+            for key, member in item.items():
+                if type(key) is not str:
+                    return _OUTSIDE
+                if not key.isascii():
+                    plain = False
+                    if not _well_formed(key):
+                        return _OUTSIDE
+                stack.append((member, depth + 1))
+        elif kind is list:
+            stack.extend((member, depth + 1) for member in item)
+        elif kind is int:
+            if abs(item) > MAX_SAFE_INTEGER:
+                return _OUTSIDE
+        elif kind is float:
+            plain = False
+            if not math.isfinite(item) or (item.is_integer() and abs(item) > MAX_SAFE_INTEGER):
+                return _OUTSIDE
+        elif item is not None and kind is not bool:
+            return _OUTSIDE  # subclasses, tuples and the rest take the locating walk
+    return _PLAIN if plain else _IN_DOMAIN
+
+
+def _well_formed(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_value_domain(value: Any, path: str = "$") -> None:
     """Raise ``non-canonicalizable-value`` unless ``value`` lies in the AD-36 domain.
 
     Only dict (string keys), list, str, int, float, bool and None; finite numbers; integral numbers
     within ±(2^53−1); well-formed strings and keys; nesting depth below 1024. Iterative, so a deep
-    value cannot exhaust the interpreter stack.
+    value cannot exhaust the interpreter stack. A fast yes/no walk runs first; only a value it
+    doubts takes the walk that builds paths to name where the violation is.
     """
+    if _in_domain(value) != _OUTSIDE:
+        return
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -85,7 +138,14 @@ def check_value_domain(value: Any, path: str = "$") -> None:
 
 def canonical_bytes(value: Any) -> bytes:
     """The RFC 8785 canonical UTF-8 bytes of ``value``, after the value-domain check."""
-    check_value_domain(value)
+    domain = _in_domain(value)
+    if domain == _OUTSIDE:
+        check_value_domain(value)  # names where the value leaves the domain
+    if domain == _PLAIN:
+        # Without floats and with ASCII keys, JCS and the C json encoder agree byte for byte:
+        # code-point key order equals UTF-16 order, and both escape strings exactly like
+        # JSON.stringify. The differential test in tests/core/canonical holds them equal.
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
     _ensure_recursion_room()
     try:
         return rfc8785.dumps(value)
@@ -100,6 +160,8 @@ def serialize_artifact(value: Any) -> bytes:
 
 def _max_depth_exceeded(text: str) -> bool:
     """True when brackets nest to ``MAX_NESTING_DEPTH`` or deeper (a linear scan, strings skipped)."""
+    if text.count("[") + text.count("{") < MAX_NESTING_DEPTH:
+        return False  # cannot nest that deep with fewer brackets: skip the character loop
     depth = 0
     in_string = False
     escaped = False

@@ -9,7 +9,6 @@ classes, as the reference's JavaScript ones do (``\\d`` and ``\\w`` are ASCII th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,16 +52,47 @@ EXCLUDED_VALUE_PATTERNS: tuple[ExcludedPattern, ...] = (
 )
 
 
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    stack: list[tuple[Any, str]] = [(value, path)]
+#: One pass that any hit must pass, so the common clean string costs one search, not five.
+#: (ASCII mode throughout: the patterns that lack the flag use explicit classes only.)
+_ANY_EXCLUDED = re.compile("|".join(f"(?:{p.regex.pattern})" for p in EXCLUDED_VALUE_PATTERNS), re.ASCII)
+
+
+def _all_strings(value: Any) -> list[str]:
+    found: list[str] = []
+    stack = [value]
     while stack:
-        node, at = stack.pop()
-        if isinstance(node, str):
-            yield at, node
-        elif isinstance(node, list):
-            stack.extend((child, f"{at}[{k}]") for k, child in reversed(list(enumerate(node))))
-        elif isinstance(node, dict):
-            stack.extend((child, f"{at}.{key}") for key, child in reversed(list(node.items())))
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _first_hit(value: Any, parts: list[str]) -> tuple[str, str] | None:
+    """``(path, category)`` of the first string (document order) shaped like a secret."""
+    if isinstance(value, str):
+        if _ANY_EXCLUDED.search(value) is None:
+            return None
+        category = excluded_category(value)
+        return None if category is None else ("".join(parts), category)
+    if isinstance(value, list):
+        children: Any = ((f"[{k}]", child) for k, child in enumerate(value))
+    elif isinstance(value, dict):
+        children = ((f".{key}", child) for key, child in value.items())
+    else:
+        return None
+    for part, child in children:
+        if isinstance(child, bool | int | float) or child is None:
+            continue
+        parts.append(part)
+        hit = _first_hit(child, parts)
+        parts.pop()
+        if hit is not None:
+            return hit
+    return None
 
 
 def excluded_category(text: str) -> str | None:
@@ -75,12 +105,16 @@ def excluded_category(text: str) -> str | None:
 
 def check_excluded_content(contract: dict[str, Any]) -> None:
     """#28 ``excluded-content-in-declaration``: the first string value shaped like a secret."""
-    for path, text in _strings(contract, "EvalContract"):
-        category = excluded_category(text)
-        if category is not None:
-            raise StructuralFailure(
-                "excluded-content-in-declaration",
-                path,
-                f"carries a value shaped like {category}, which AD-18 excludes from every artifact this package "
-                "produces; store a digest or an opaque reference instead (the matched text is not quoted)",
-            )
+    # No pattern can match across a NUL, so one search over every string joined by NULs answers
+    # "is there any hit?"; only then does the walk that builds paths run.
+    if _ANY_EXCLUDED.search("\x00".join(_all_strings(contract))) is None:
+        return
+    hit = _first_hit(contract, ["EvalContract"])
+    if hit is not None:
+        path, category = hit
+        raise StructuralFailure(
+            "excluded-content-in-declaration",
+            path,
+            f"carries a value shaped like {category}, which AD-18 excludes from every artifact this package "
+            "produces; store a digest or an opaque reference instead (the matched text is not quoted)",
+        )

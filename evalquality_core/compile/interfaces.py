@@ -97,6 +97,8 @@ def check_artifact_references(contract: Json) -> None:
                     f'descriptor channel names artifact "{channel.get("artifactId")}", which the operation does not list in artifacts',
                 )
     for pointer, path, ref in _artifact_pointers(contract):
+        if "/artifact/" not in pointer:
+            continue  # cheap filter: only artifact pointers can name an artifact
         target = parse_interaction_pointer(pointer)
         if target is None or target.channel != "artifact" or ref is None:
             continue

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.canonical.json import scan_json
@@ -144,6 +146,16 @@ def run_checks(contract: Json, *, strict_inputs: bool = True) -> None:
         row.run(contract)
 
 
+def _validated(value: Any, *, domain_checked: bool) -> EvalContract:
+    """The contract model; a value the scanner already checked skips the second domain walk."""
+    if domain_checked and isinstance(value, dict):
+        try:
+            return EvalContract.model_validate(value, by_alias=True, by_name=False)
+        except ValidationError:
+            pass  # read_artifact below names the failure the way every reader does
+    return read_artifact(EvalContract, value, ARTIFACT_PATH)
+
+
 def compile_contract(contract_json_or_model: Any, *, strict_inputs: bool = True) -> EvalContract:
     """Compile an authored contract (a model, a parsed JSON value, or raw JSON text/bytes).
 
@@ -155,10 +167,11 @@ def compile_contract(contract_json_or_model: Any, *, strict_inputs: bool = True)
         model = contract_json_or_model
     else:
         value = contract_json_or_model
-        if isinstance(value, bytes | str):
-            value = scan_json(value, ARTIFACT_PATH)
+        scanned = isinstance(value, bytes | str)
+        if scanned:
+            value = scan_json(value, ARTIFACT_PATH)  # checks the value domain on the way
         if isinstance(value, dict):
             check_schema_version(value)
-        model = read_artifact(EvalContract, value, ARTIFACT_PATH)
+        model = _validated(value, domain_checked=scanned)
     run_checks(to_wire(model), strict_inputs=strict_inputs)
     return model

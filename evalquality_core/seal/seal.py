@@ -15,6 +15,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from pydantic import ValidationError
+
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
 from evalquality_core.artifacts.contract import EvalContract
@@ -84,6 +86,12 @@ def seal(contract: EvalContract) -> SealedEvaluatorBrief:
         "safetyLimits": utf16_sorted(wire.get("safetyLimits") or []),
         "probeStepBound": wire.get("probeStepBound"),
     }
+    try:
+        # Every value came out of a validated contract, so only the shape needs checking; a brief
+        # that does not fit is re-read through read_artifact for its path and message.
+        return SealedEvaluatorBrief.model_validate(brief, by_alias=True, by_name=False)
+    except ValidationError:
+        pass
     try:
         return read_artifact(SealedEvaluatorBrief, brief, "SealedEvaluatorBrief")
     except RuntimeFault as fault:

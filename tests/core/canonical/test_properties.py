@@ -158,3 +158,26 @@ def test_compile_on_mutated_conformance_contracts_raises_only_faults(contract: A
 
 def test_mutation_source_is_the_conformance_data() -> None:
     assert len(CONTRACTS) >= 17 and math.isfinite(len(CONTRACTS))
+
+
+ascii_keyed = st.recursive(
+    st.none() | st.booleans() | st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(alphabet=st.characters(max_codepoint=127), max_size=8), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@given(ascii_keyed | json_values)
+def test_canonical_bytes_equals_the_rfc8785_reference_text(value: Any) -> None:
+    # canonical_bytes takes a fast path for float-free, ASCII-keyed values; it must never differ.
+    import rfc8785
+
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+
+
+def test_canonical_bytes_fast_path_edge_strings() -> None:
+    import rfc8785
+
+    value = {"\u007f": "\x00\x1f\b\f\n\r\t\"\\/\u2028\u2029\ufeff\U0001f600é", "a": [True, False, None, -0, 9007199254740991]}
+    assert canonical_bytes(value) == rfc8785.dumps(value)

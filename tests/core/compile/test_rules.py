@@ -177,3 +177,23 @@ def test_five_two_step_components_exceed_the_bound(conformance: Path) -> None:
     assert "5 connected components" in caught.value.detail
     contract["interactionPlan"] = contract["interactionPlan"][:8]
     check_scripting_bound(contract)
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("\u00e9GB29NWBK60161331926819", "account identifiers"),  # \b is ASCII-based, as in JavaScript
+        ("key: -----BEGIN EC PRIVATE KEY-----", "credentials"),
+        ("token ghp_abcdefghijklmnopqrstuvwx", "tokens"),
+        ("x AKIAABCDEFGHIJKLMNOP", "tokens"),
+        ("ssn 123-45-6789", "account identifiers"),
+    ],
+)
+def test_secret_shapes_found_by_the_contract_walk(text: str, category: str, conformance: Path) -> None:
+    contract = load(API_BASE)
+    contract["interactionPlan"][1]["inputBinding"]["query"]["limit"] = {"literal": {"note": [1, text]}}
+    with pytest.raises(StructuralFailure) as caught:
+        compile_contract(contract, strict_inputs=False)
+    assert caught.value.code == "excluded-content-in-declaration"
+    assert caught.value.artifact_path == "EvalContract.interactionPlan[1].inputBinding.query.limit.literal.note[1]"
+    assert category in caught.value.detail and text not in caught.value.detail
