@@ -57,6 +57,7 @@ __all__ = [
     "LaunchSpec",
     "Mechanism",
     "ProcessResult",
+    "TimedObservation",
     "kill_all_live_groups",
     "kill_process_group",
     "live_process_groups",
@@ -149,11 +150,22 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    """A run that ended on its own: exit code (−signal when a signal ended it) and both streams."""
+    """A run that ended on its own: exit code (−signal when a signal ended it), both streams, and the
+    wall-clock milliseconds from spawn to reap (for cost reports; never part of an observation)."""
 
     exit_code: int
     stdout: bytes
     stderr: bytes
+    elapsed_ms: int = 0
+
+
+@dataclass(frozen=True)
+class TimedObservation:
+    """An observation with the elapsed time of its run. Timing stays outside the observation
+    (preflight-adapter.md §3.2: content only), so identical answers stay byte-identical."""
+
+    observation: CliProbeObservation
+    elapsed_ms: int
 
 
 class Mechanism(Protocol):
@@ -200,6 +212,7 @@ def run_process(spec: LaunchSpec, abort: AbortSignal | None = None) -> ProcessRe
         )
     except OSError as exc:
         raise _spawn_failure(exc, spec) from None
+    started = time.monotonic()
     pgid = proc.pid
     with _LIVE_LOCK:
         _LIVE_GROUPS.add(pgid)
@@ -207,7 +220,8 @@ def run_process(spec: LaunchSpec, abort: AbortSignal | None = None) -> ProcessRe
         stdout, stderr = _supervise(proc, spec, abort)
     finally:
         _finish(proc, pgid)
-    return ProcessResult(exit_code=proc.returncode, stdout=stdout, stderr=stderr)
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    return ProcessResult(exit_code=proc.returncode, stdout=stdout, stderr=stderr, elapsed_ms=elapsed_ms)
 
 
 def _finish(proc: subprocess.Popen[bytes], pgid: int) -> None:
@@ -400,6 +414,16 @@ class CommandLineAdapter:
         workdir: str | os.PathLike[str] | None = None,
     ) -> CliProbeObservation:
         """Run one request (§4.2): abort check, parse, policy, environment, argv, spawn, read-back."""
+        return self.probe_timed(request, abort=abort, workdir=workdir).observation
+
+    def probe_timed(
+        self,
+        request: CliProbeRequest | dict[str, Any] | Any,
+        *,
+        abort: AbortSignal | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> TimedObservation:
+        """``probe``, also returning the run's elapsed milliseconds (spawn to reap)."""
         if abort is not None and abort.is_set():
             raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
         parsed = read_probe_request(request) if isinstance(request, dict) else request
@@ -422,7 +446,8 @@ class CommandLineAdapter:
                 "port-failure", "ProbeObservation", f"the underlying mechanism threw {type(exc).__name__}: {exc}"
             ) from exc
         artifacts = self.read_artifacts(authorization, cwd)
-        return assemble_cli_observation(parsed, result.exit_code, result.stdout, result.stderr, artifacts)
+        observation = assemble_cli_observation(parsed, result.exit_code, result.stdout, result.stderr, artifacts)
+        return TimedObservation(observation, result.elapsed_ms)
 
     def launch_spec(self, request: CliProbeRequest, authorization: CommandTargetAuthorization, cwd: str) -> LaunchSpec:
         """The spawn of an authorized request: argv, cwd, the PATH-plus-permitted environment, stdin."""

@@ -388,3 +388,11 @@ def test_fixture_scripts_exist() -> None:
     for script in ("print_argv.py", "exit_code.py", "write_artifact.py", "sleep_tree.py", "flood.py"):
         assert (FIXTURES / script).is_file()
     assert Path(sys.executable).is_file()
+
+
+def test_elapsed_time_is_reported_beside_the_observation_not_in_it(tmp_path: Path) -> None:
+    adapter, _ = adapter_for(tmp_path, authorization("argv-echo", "print_argv.py"))
+    timed = adapter.probe_timed(request("argv-echo"))
+    assert timed.elapsed_ms > 0
+    wire = timed.observation.model_dump(by_alias=True)
+    assert set(wire) == {"kind", "probeId", "interfaceId", "operationId", "exitCode", "stdout", "stderr", "artifacts"}
