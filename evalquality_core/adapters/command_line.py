@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalquality_core.artifacts.port_messages import (
+    ApiProbeRequest,
     CliProbeObservation,
     CliProbeRequest,
     JsonPayload,
+    McpProbeRequest,
     TextPayload,
     read_probe_request,
 )
@@ -70,6 +72,8 @@ _ABORT_POLL_S = 0.02
 #: Group kill: SIGKILL repeated every 5 ms, at most 100 times, to catch children caught mid-fork.
 _KILL_INTERVAL_S = 0.005
 _KILL_TRIES = 100
+
+_TYPED_REQUESTS = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
 
 _LIVE_GROUPS: set[int] = set()
 _LIVE_LOCK = threading.Lock()
@@ -426,7 +430,8 @@ class CommandLineAdapter:
         """``probe``, also returning the run's elapsed milliseconds (spawn to reap)."""
         if abort is not None and abort.is_set():
             raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
-        parsed = read_probe_request(request) if isinstance(request, dict) else request
+        # A typed request is taken as is; anything else (wire JSON, or junk) goes through the schema.
+        parsed = request if isinstance(request, _TYPED_REQUESTS) else read_probe_request(request)
         decision = evaluate_request(self.policy, parsed)
         if not decision.allowed or decision.authorization is None:
             raise forbidden_target_fault(decision)

@@ -86,7 +86,8 @@ class ReplayAdapter:
         """The stored answer to ``request``, re-stamped with its correlation triple."""
         if abort is not None and abort.is_set():
             raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
-        parsed = read_probe_request(request) if isinstance(request, dict) else request
+        typed = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
+        parsed = request if isinstance(request, typed) else read_probe_request(request)
         if self.policy is not None:
             decision = evaluate_request(self.policy, parsed)
             if not decision.allowed:

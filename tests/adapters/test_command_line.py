@@ -396,3 +396,10 @@ def test_elapsed_time_is_reported_beside_the_observation_not_in_it(tmp_path: Pat
     assert timed.elapsed_ms > 0
     wire = timed.observation.model_dump(by_alias=True)
     assert set(wire) == {"kind", "probeId", "interfaceId", "operationId", "exitCode", "stdout", "stderr", "artifacts"}
+
+
+@pytest.mark.parametrize("junk", [None, "a request", ["kind", "cli"], 42])
+def test_a_request_that_is_not_an_object_is_a_schema_failure(tmp_path: Path, junk: object) -> None:
+    adapter, counting = adapter_for(tmp_path, authorization("argv-echo", "print_argv.py"))
+    fault = fault_of(lambda: adapter.probe(junk))
+    assert (fault.code, fault.artifact_path, counting.calls) == ("schema-parse-failure", "ProbeRequest", 0)

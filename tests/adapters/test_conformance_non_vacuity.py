@@ -13,7 +13,11 @@ import pytest
 from evalquality_core.adapters.command_line import LaunchSpec, ProcessResult
 from evalquality_core.artifacts.port_messages import AbsentPayload, read_probe_request, restamp_observation
 from evalquality_core.faults import RuntimeFault
-from evalquality_core.probe.conformance import COMMAND_PROBE_CASES, run_command_line_probe_conformance
+from evalquality_core.probe.conformance import (
+    COMMAND_PROBE_CASES,
+    format_conformance_report,
+    run_command_line_probe_conformance,
+)
 from evalquality_core.probe.observation import assemble_cli_observation
 from tests.adapters.command_subject import INTERFACE, make_subject
 
@@ -196,3 +200,6 @@ def test_a_mutant_fails_exactly_its_own_case(case_id: str, tmp_path: Path) -> No
     failed = [outcome.id for outcome in report.outcomes if not outcome.passed]
     assert failed == [case_id], [(o.id, o.detail) for o in report.outcomes if not o.passed]
     assert not report.passed
+    lines = format_conformance_report(report).splitlines()
+    assert lines[0] == f'FAIL command-probe conformance for "mutant of {case_id}": 15/16 assertions passed'
+    assert [line.split(":")[0] for line in lines[1:]].count(f"FAIL {case_id}") == 1
