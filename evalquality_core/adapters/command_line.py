@@ -189,9 +189,14 @@ def _spawn_failure(exc: OSError, spec: LaunchSpec) -> RuntimeFault:
     return RuntimeFault("port-failure", "ProbeObservation", detail)
 
 
-def _exited_without_reaping(pid: int) -> bool:
+def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Has the leader exited? Only used where pidfd is missing. Asked without reaping it where
+    ``waitid`` exists, so its pid (the pgid) stays ours meanwhile; elsewhere (macOS) it is reaped."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return proc.poll() is not None
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
 
@@ -291,7 +296,7 @@ def _supervise(proc: subprocess.Popen[bytes], spec: LaunchSpec, abort: AbortSign
             if pidfd is None and not streams_open:
                 timeout = min(timeout, 0.005)  # no pidfd: poll for the exit
             events = selector.select(timeout)
-            if pidfd is None and not exited and _exited_without_reaping(proc.pid):
+            if pidfd is None and not exited and _leader_exited(proc):
                 exited = True
                 _kill_now(proc.pid)  # leftovers of a target that exited on its own
             for key, _mask in events:

@@ -403,3 +403,20 @@ def test_a_request_that_is_not_an_object_is_a_schema_failure(tmp_path: Path, jun
     adapter, counting = adapter_for(tmp_path, authorization("argv-echo", "print_argv.py"))
     fault = fault_of(lambda: adapter.probe(junk))
     assert (fault.code, fault.artifact_path, counting.calls) == ("schema-parse-failure", "ProbeRequest", 0)
+
+
+def test_without_pidfd_the_exit_is_polled_and_leftovers_still_die(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import evalquality_core.adapters.command_line as command_line
+
+    monkeypatch.setattr(command_line, "_open_pidfd", lambda pid: None)  # kernels before 5.3, other POSIX
+    adapter, _ = adapter_for(
+        tmp_path,
+        authorization("failing", "exit_code.py"),
+        authorization("spawner", "spawn_and_exit.py"),
+        authorization("sleeper", "sleep_tree.py", maxElapsedMs=500),
+    )
+    assert adapter.probe(request("failing", argument={"code": 4})).exit_code == 4
+    pid_file = tmp_path / "grandchild"
+    assert adapter.probe(request("spawner", argument={"pid": str(pid_file)})).exit_code == 0
+    assert is_dead(int(pid_file.read_text()))
+    assert fault_of(lambda: adapter.probe(request("sleeper"))).code == "budget-exhausted"
