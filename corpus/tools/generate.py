@@ -62,6 +62,8 @@ from evalquality_core.canonical import digest_bytes, digest_directory
 from evalquality_core.evaluate import resolution_context, resolve_check, select_plan
 from evalquality_core.evaluate.bindings import observation_satisfies_bindings
 from evalquality_core.faults import RuntimeFault, StructuralFailure
+from evalquality_core.score.qualification import qualify_probe
+from evalquality_core.score.witness import resolve_home_operation
 
 
 class GenerationError(Exception):
@@ -296,6 +298,13 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         )
     probe["qualification"] = qualification
     read_artifact(Probe, probe, f"Probe[probeId={probe_id}]")
+    # Report (not enforce) the AD-9 gate: a refused probe is recorded refused, never rewritten to pass.
+    signature = probe.get("defectSignature")
+    gate = qualify_probe(probe, None if not signature else resolve_home_operation(suite.contract, signature))
+    codes = sorted({failure.code for failure in gate.failures})
+    out.notes.append(
+        f"{suite.name} {probe_id}: qualification " + ("admits it" if gate.qualified else "refuses it: " + ", ".join(codes))
+    )
     out.files[probe_path] = pretty(probe)
 
 
