@@ -593,9 +593,10 @@ def print_strength(run: StrengthRun) -> None:
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
         table = Table(title=f"{name} ({document.contract_id}): {vector}")
-        for column in ("probe", "class", "pre-flight", "legs", "verdict", "exit", "basis"):
+        rows = contract_table_rows(document)
+        for column in rows[0] if rows else ():
             table.add_column(column, overflow="fold")
-        for row in contract_table_rows(document):
+        for row in rows:
             basis = next((p for p in document.probes[row["probe"]].basis), "-")
             more = len(document.probes[row["probe"]].basis) - 1
             # The console shows the first basis line; the report and the JSON carry every line.

@@ -81,7 +81,8 @@ def vector_classes(vector: StrengthVector) -> dict[str, ClassStrength | None]:
 
 
 def contract_table_rows(document: SuiteStrength) -> list[dict[str, str]]:
-    """The rows of one contract's table artifact: probe, class, pre-flight outcome, verdict, basis."""
+    """The rows of one contract's table artifact: probe, class, pre-flight outcome, legs, verdict, exit,
+    basis, and the qualification reasons (unique codes) that refused the probe, if any."""
     rows = []
     for probe_id, probe in sorted(document.probes.items()):
         rows.append(
@@ -93,6 +94,7 @@ def contract_table_rows(document: SuiteStrength) -> list[dict[str, str]]:
                 "verdict": probe.verdict or "Invalid",
                 "exit": str(probe.exit_code),
                 "basis": "; ".join(probe.basis) if probe.basis else "-",
+                "qualification": "-" if probe.qualification is None else ", ".join(sorted(set(probe.qualification))),
             }
         )
     return rows
@@ -303,12 +305,18 @@ def _contract_section(name: str, doc: SuiteStrength) -> str:
     vector = " &middot; ".join(f"{cls}: {html.escape(format_class(v))}" for cls, v in vector_classes(doc.strength).items())
     rows = []
     for row in contract_table_rows(doc):
-        cells = "".join(
-            f'<td class="v-{html.escape(row["verdict"])}">{html.escape(v)}</td>' if k == "verdict" else f"<td>{html.escape(v)}</td>"
-            for k, v in row.items()
-        )
-        rows.append(f"<tr>{cells}</tr>")
-    head = "".join(f"<th>{html.escape(k)}</th>" for k in ("probe", "class", "pre-flight", "legs", "verdict", "exit", "basis"))
+        cells = []
+        for key, value in row.items():
+            if key == "verdict":
+                cells.append(f'<td class="v-{html.escape(value)}">{html.escape(value)}</td>')
+            elif key == "basis":
+                # One basis sentence per line: the ladder's reasons read as a list, not a run-on.
+                lines = doc.probes[row["probe"]].basis or ["-"]
+                cells.append("<td>" + "<br>".join(html.escape(line) for line in lines) + "</td>")
+            else:
+                cells.append(f"<td>{html.escape(value)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in next(iter(contract_table_rows(doc)), {}))
     gaps = ", ".join(doc.unsatisfied_coverage_rules) or "none"
     return (
         f'<div class="card"><h3>{html.escape(name)} &mdash; {html.escape(doc.contract_id)}</h3>'

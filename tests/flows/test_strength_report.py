@@ -125,9 +125,11 @@ def test_table_rows_carry_probe_class_outcome_verdict_and_basis(conformance):
     assert rows[0] == {
         "probe": "P-001", "class": "defect", "pre-flight": "failed: seeded-fault-fired, seeded-faults-scoped",
         "legs": "3", "verdict": "Invalid", "exit": "3", "basis": rows[0]["basis"],
+        "qualification": "condition-artifact-channel-contract-local",
     }
     assert "pre-flight verdict did not pass" in rows[0]["basis"]
     assert rows[3]["verdict"] == "CONCERNS" and rows[3]["class"] == "zero-action (clean)"
+    assert rows[3]["qualification"] == "-"
 
 
 def test_artifact_keys_are_what_prefect_accepts():
