@@ -107,7 +107,7 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
                 except EvalQualityFault as fault:
                     planned.append(_Planned(suite, dict(probe), None, fault))
 
-        futures: dict[tuple[str, str, str], Any] = {}
+        jobs: list[tuple[_Planned, str, LegJob]] = []
         for item in planned:
             if item.plan is None:
                 continue
@@ -123,19 +123,28 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
                     invocation=invocation,
                     workspaces_dir=workspaces_dir,
                 )
-                futures[(item.suite.name, item.probe_id, leg.leg_id)] = spawn_leg.submit(
-                    item.suite.name, item.probe_id, leg.leg_id, job
-                )
+                jobs.append((item, leg.leg_id, job))
+        # Each distinct request first, its repeats after: a repeat waits on its twin's single-flight
+        # lock while holding a worker, so queueing repeats last keeps the pool busy with real spawns.
+        first_seen: set[str] = set()
+        firsts, repeats = [], []
+        for entry in jobs:
+            (repeats if entry[2].key in first_seen else firsts).append(entry)
+            first_seen.add(entry[2].key)
+        futures: dict[tuple[str, str, str], Any] = {}
+        for item, leg_id, job in firsts + repeats:
+            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(item.suite.name, item.probe_id, leg_id, job)
 
         for item in planned:
             rows.append(_reduce_probe(item, futures, out, keys))
     except BaseException:
-        abort_event(invocation).set()  # every in-flight leg kills its group and returns promptly
+        # Every in-flight leg kills its group and returns promptly, and every leg still queued
+        # refuses to start (the signal stays set: it is never released on this path).
+        abort_event(invocation).set()
         kill_all_live_groups()
         raise
-    finally:
-        close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
-        release_invocation(invocation)
+    release_invocation(invocation)
+    close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
     (out / "preflight-summary.json").write_bytes(serialize_artifact(run.to_json()))

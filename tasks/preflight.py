@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.policy import CommandTargetPolicy
@@ -101,6 +102,8 @@ def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> Pr
 
 def _spawn(job: LegJob) -> dict[str, Any]:
     """Run one leg live: fresh staged workspace, the real command-line adapter, then clean up."""
+    if abort_event(job.invocation).is_set():  # the run was interrupted: start nothing more
+        raise RuntimeFault("aborted", "ProbeRequest", "the pre-flight run was interrupted before this leg started")
     with leg_workspace(Path(job.workspaces_dir)) as workspace:
         job.stage(workspace)
         adapter = CommandLineAdapter(job.policy, workdir=workspace)

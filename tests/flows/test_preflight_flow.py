@@ -88,16 +88,17 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
         _command(suites, out, baseline), cwd=PROJECT_ROOT, env=_env(home), start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 180
-    while len(marker_events(marker, "end")) < 2:
-        assert killed.poll() is None, "the flow ended before it could be killed half way"
-        assert time.monotonic() < deadline, "the flow never got two legs done"
-        time.sleep(0.05)
-    os.killpg(killed.pid, signal.SIGKILL)
-    killed.wait()
+    try:
+        deadline = time.monotonic() + 180
+        while len(marker_events(marker, "end")) < 2:
+            assert killed.poll() is None, "the flow ended before it could be killed half way"
+            assert time.monotonic() < deadline, "the flow never got two legs done"
+            time.sleep(0.05)
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
     answered_before_kill = _cached_entries(home)
     assert 1 <= answered_before_kill < DISTINCT_REQUESTS
-    starts_before = len(marker_events(marker))
     time.sleep(1.5)  # let any orphaned leg of the killed run finish writing its marker line
     starts_before = len(marker_events(marker))
 
@@ -126,3 +127,56 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
     assert len(marker_events(marker)) == starts_before + resumed_starts
     assert "Traceback" not in again.stdout + again.stderr and "WARNING" not in again.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_kills_every_live_leg(conformance, tmp_path):
+    suites, home, out = tmp_path / "suites", tmp_path / "home", tmp_path / "out"
+    _, marker = build_skill_suite(conformance, suites, probes=1, delay_s=120, max_elapsed_ms=600_000)
+    flow = subprocess.Popen(
+        [*_command(suites, out, tmp_path / "base.json")[:-2], "--concurrency", "4"],
+        cwd=PROJECT_ROOT, env=_env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    legs: list[int] = []
+    try:
+        deadline = time.monotonic() + 180
+        while len(marker_events(marker)) < 3:  # frontend (= both controls), backend and the fault leg
+            assert flow.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        legs = [event["pid"] for event in marker_events(marker)]
+        assert all(_alive(pid) for pid in legs)
+        flow.send_signal(signal.SIGTERM)
+        flow.wait(60)
+        # The system sleeps 120 s; only the flow's kill can have ended it this soon.
+        stop = time.monotonic() + 10
+        while any(_alive(pid) for pid in legs) and time.monotonic() < stop:
+            time.sleep(0.05)
+        assert not [pid for pid in legs if _alive(pid)]
+        assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
+        assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
+    finally:
+        _kill_leftovers(flow, legs)
+
+
+def _kill_leftovers(flow: subprocess.Popen, pids: list[int]) -> None:
+    """Leave no process behind when an assertion failed half way."""
+    if flow.poll() is None:
+        os.killpg(flow.pid, signal.SIGKILL)
+        flow.wait()
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
