@@ -50,12 +50,12 @@ def _form_channels(ref: OperationRef) -> tuple[str, ...]:
     return TRANSPORT_CHANNELS
 
 
-def _supplied_keys(channel: str, value: Any, shape: Json) -> tuple[set[str] | None, str | None]:
+def _supplied_keys(channel: str, value: Any, shape: Json) -> tuple[list[str] | None, str | None]:
     """``(keys supplied, defect)``; ``None`` keys mean "not checked" (a ``raw`` body)."""
     if channel not in _PAYLOAD_CHANNELS:
-        return (set(value) if isinstance(value, dict) else set()), None
+        return (list(value) if isinstance(value, dict) else []), None
     if not isinstance(value, dict):
-        return set(), None
+        return [], None
     kind = value.get("kind")
     if kind == "raw":
         return None, None
@@ -63,31 +63,40 @@ def _supplied_keys(channel: str, value: Any, shape: Json) -> tuple[set[str] | No
         required = list(shape.get("requiredKeys") or [])
         if len(required) != 1:
             return None, f"a text {channel} must stand for exactly one required key, but {len(required)} are required"
-        return {required[0]}, None
+        return [required[0]], None
     if kind == "json" and isinstance(value.get("value"), dict):
-        return set(value["value"]), None
-    return set(), None
+        return list(value["value"]), None
+    return [], None  # absent, or JSON that is not an object: supplies no key
 
 
-def inputs_defect(inputs: Any, ref: OperationRef, path: str) -> tuple[str, str] | None:
-    """``(path, detail)`` when witness or reset inputs do not fit the operation's request shape."""
+def inputs_defect(inputs: Any, ref: OperationRef, owner: str) -> str | None:
+    """Why witness or reset inputs do not fit the operation's request shape, or ``None``.
+
+    The form (transport, command) must be the operation's; then, channel by channel, every
+    required key is supplied and every supplied key is declared (a ``raw`` body is not compared;
+    a ``text`` stdin stands for the channel's single required key).
+    """
     channels = _form_channels(ref)
     if not isinstance(inputs, dict) or set(inputs) != set(channels):
-        return path, f'inputs are not of the {"command" if ref.is_command else "transport"} form operation "{ref.operation_id}" takes'
+        kind = "command" if ref.is_command else "transport"
+        return f'{owner} does not supply the {kind} channels operation "{ref.operation_id}" accepts (AD-10, AD-19)'
     for channel in channels:
         shape = ref.request_shape(channel) or {"requiredKeys": [], "permittedKeys": []}
         supplied, defect = _supplied_keys(channel, inputs[channel], shape)
         if defect is not None:
-            return f"{path}.{channel}", defect
+            return f"{owner}: {defect}"
         if supplied is None:
             continue
         for key in shape.get("requiredKeys") or []:
             if key not in supplied:
-                return f"{path}.{channel}", f'omits required {channel} key "{key}" of operation "{ref.operation_id}"'
+                return f'{owner} omits "{key}", which operation "{ref.operation_id}" declares required in its {channel} channel (AD-10)'
         allowed = declared_keys(shape)
-        for key in sorted(supplied):
+        for key in supplied:
             if key not in allowed:
-                return f"{path}.{channel}", f'supplies {channel} key "{key}", which operation "{ref.operation_id}" does not declare'
+                return (
+                    f'{owner} supplies "{key}", which operation "{ref.operation_id}" declares in neither requiredKeys '
+                    f"nor permittedKeys of its {channel} channel (AD-10, AD-18)"
+                )
     return None
 
 
@@ -106,38 +115,44 @@ def check_sensitivity_witness_declared(contract: Json) -> None:
             if _declares_input(ref):
                 raise StructuralFailure(
                     _UNDECLARED,
-                    _witness_path(i, j),
-                    f'operation "{ref.operation_id}" declares request keys but no sensitivity witness (AD-10)',
+                    f"EvalContract.permittedInterfaces[{i}].operations[{j}]",
+                    f'operation "{ref.operation_id}" declares request keys but no sensitivity witness; only an '
+                    "operation declaring no keys in any channel is exempt (AD-10)",
                 )
             continue
         for k, leg in enumerate(witness.get("legs") or []):
-            defect = inputs_defect(leg.get("inputs"), ref, f"{_witness_path(i, j)}.legs[{k}].inputs")
+            defect = inputs_defect(leg.get("inputs"), ref, f'leg "{leg.get("legId")}"')
             if defect is not None:
-                raise StructuralFailure(_UNDECLARED, *defect)
+                raise StructuralFailure(_UNDECLARED, f"{_witness_path(i, j)}.legs[{k}]", defect)
 
 
 def check_witness_leg_identifiers(contract: Json) -> None:
-    """#32 ``malformed-operator-expression``: two legs of one witness share a ``legId``; a ``legId``
-    equals a plan ``stepId``; a ``legId`` (or the fixture reset's) is used twice in the contract."""
+    """#32 ``malformed-operator-expression``: the two legs of one witness share a ``legId``; a
+    ``legId`` (or the fixture reset's) equals a plan ``stepId`` or is already used elsewhere. Leg ids
+    and step ids share one pointer namespace (``/interactions/{id}/…``)."""
     step_ids = {step.get("stepId") for step in contract.get("interactionPlan") or []}
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
+
+    def claim(leg_id: str, owner: str, path: str) -> None:
+        if leg_id in step_ids:
+            raise StructuralFailure(_MALFORMED, path, f'leg id "{leg_id}" collides with an interaction-plan step id (AD-10, AD-26)')
+        if leg_id in seen:
+            raise StructuralFailure(_MALFORMED, path, f'leg id "{leg_id}" is already claimed by {seen[leg_id]} (AD-10)')
+        seen[leg_id] = owner
+
     for i, j, _, witness in _witnessed(contract):
         legs = witness.get("legs") or []
-        ids = [leg.get("legId") for leg in legs]
-        for k, leg_id in enumerate(ids):
-            path = f"{_witness_path(i, j)}.legs[{k}].legId"
-            if leg_id in ids[:k]:
-                raise StructuralFailure(_MALFORMED, path, f'both legs of the witness use legId "{leg_id}"')
-            if leg_id in step_ids:
-                raise StructuralFailure(_MALFORMED, path, f'legId "{leg_id}" is also a step of the interaction plan')
-            if leg_id in seen:
-                raise StructuralFailure(_MALFORMED, path, f'legId "{leg_id}" is used by another leg of the contract')
-            seen.add(leg_id)
+        if len(legs) == 2 and legs[0].get("legId") == legs[1].get("legId"):
+            raise StructuralFailure(
+                _MALFORMED,
+                f"{_witness_path(i, j)}.legs",
+                f'both legs of witness "{witness.get("witnessId")}" carry the leg id "{legs[0].get("legId")}"',
+            )
+        for k, leg in enumerate(legs):
+            claim(leg.get("legId"), f'witness "{witness.get("witnessId")}"', f"{_witness_path(i, j)}.legs[{k}].legId")
     reset = contract.get("fixtureReset")
-    if isinstance(reset, dict) and reset.get("legId") in seen:
-        raise StructuralFailure(
-            _MALFORMED, "EvalContract.fixtureReset.legId", f'legId "{reset.get("legId")}" is also a witness leg'
-        )
+    if isinstance(reset, dict):
+        claim(reset.get("legId"), "the fixture reset", "EvalContract.fixtureReset.legId")
 
 
 def _legal_channels(ref: OperationRef) -> frozenset[str]:
@@ -163,30 +178,43 @@ def _is_volatile(tail: tuple[str, ...], volatile: list[Any]) -> bool:
 
 
 def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
-    path = _witness_path(i, j)
+    path = f"{_witness_path(i, j)}.relation"
     leg_ids = [leg.get("legId") for leg in witness.get("legs") or []]
-    addressed: set[str] = set()
-    volatile = ref.operation.get("volatilePointers") or []
-    for visit in iter_pointers(witness.get("relation"), f"{path}.relation"):
-        pointer = visit.operand["pointer"]
-        if is_bound_element(pointer):
-            continue
-        target = parse_interaction_pointer(pointer)
-        if target is None or target.step_id not in leg_ids:
+    pointers = [
+        (visit.path, visit.operand["pointer"])
+        for visit in iter_pointers(witness.get("relation"), path)
+        if not is_bound_element(visit.operand["pointer"])
+    ]
+    targets = [(where, pointer, parse_interaction_pointer(pointer)) for where, pointer in pointers]
+    addressed: list[str] = []
+    for _, pointer, target in targets:
+        step_id = target.step_id if target is not None else pointer
+        if step_id not in addressed:
+            addressed.append(step_id)
+    for step_id in addressed:  # a third root first: the more specific diagnosis
+        if step_id not in leg_ids:
             raise StructuralFailure(
-                "unreachable-check-evidence", visit.path, f'relation pointer "{pointer}" addresses no leg of this witness'
+                "unreachable-check-evidence",
+                path,
+                f'the relation addresses "{step_id}", which is neither leg of witness "{witness.get("witnessId")}" (AD-10)',
             )
-        addressed.add(target.step_id)
+    covered = [leg_id for leg_id in leg_ids if leg_id in addressed]
+    if len(covered) != len(leg_ids):
+        raise StructuralFailure(
+            _MALFORMED,
+            path,
+            f'the relation addresses {len(covered)} of the two legs of witness "{witness.get("witnessId")}"; a '
+            "differential that reads one leg establishes no sensitivity (AD-10)",
+        )
+    volatile = ref.operation.get("volatilePointers") or []
+    for where, pointer, target in targets:
+        if target is None:  # cannot happen: an unparsed pointer's root is no leg and failed above
+            continue
         reason = operation_reason(target, ref)
         if reason is not None:
-            raise StructuralFailure("unreachable-check-evidence", visit.path, f'relation pointer "{pointer}" {reason}')
+            raise StructuralFailure("unreachable-check-evidence", where, f'relation pointer "{pointer}" {reason}')
         if target.channel == ref.descriptor_channel and _is_volatile(target.tail, volatile):
-            raise StructuralFailure(
-                _MALFORMED, visit.path, f'relation pointer "{pointer}" reads a declared volatile pointer'
-            )
-    missing = [leg_id for leg_id in leg_ids if leg_id not in addressed]
-    if missing:
-        raise StructuralFailure(_MALFORMED, f"{path}.relation", f'the relation does not address leg "{missing[0]}"')
+            raise StructuralFailure(_MALFORMED, where, f'relation pointer "{pointer}" reads a declared volatile pointer')
 
 
 def check_witness_legality(contract: Json) -> None:
@@ -196,40 +224,56 @@ def check_witness_legality(contract: Json) -> None:
     for i, j, ref, witness in _witnessed(contract):
         path = _witness_path(i, j)
         channel = witness.get("channel")
-        if channel not in _legal_channels(ref):
+        legal = _legal_channels(ref)
+        if channel not in legal:
             raise StructuralFailure(
-                _MALFORMED, f"{path}.channel", f'witness channel "{channel}" is not legal for operation "{ref.operation_id}"'
+                _MALFORMED,
+                path,
+                f'channel "{channel}" contradicts stateChangeMarker {str(bool(ref.operation.get("stateChangeMarker"))).lower()} '
+                f'on operation "{ref.operation_id}"; AD-10 selects {" or ".join(f"{c!r}" for c in sorted(legal))}',
             )
         legs = witness.get("legs") or []
-        for k, leg in enumerate(legs):
+        for leg in legs:
             inputs = leg.get("inputs")
             if not isinstance(inputs, dict) or channel not in inputs:
-                raise StructuralFailure(_MALFORMED, f"{path}.legs[{k}].inputs", f'leg inputs lack the witness channel "{channel}"')
+                raise StructuralFailure(
+                    _MALFORMED, f"{path}.legs", f'leg "{leg.get("legId")}" supplies inputs whose shape carries no "{channel}" channel'
+                )
         if len(legs) == 2 and _compact(legs[0]["inputs"][channel]) == _compact(legs[1]["inputs"][channel]):
             raise StructuralFailure(
-                _MALFORMED, f"{path}.legs[1].inputs.{channel}", f'both legs supply the same value on the witness channel "{channel}"'
+                _MALFORMED,
+                f"{path}.legs",
+                f'both legs of witness "{witness.get("witnessId")}" supply the same {channel} value, so the pair is not a differential (AD-10)',
             )
         _check_relation(i, j, ref, witness)
     reset = contract.get("fixtureReset")
     if not isinstance(reset, dict):
         return
-    match = [
-        ref
-        for _, _, ref in iter_operations(contract)
-        if ref.interface_id == reset.get("interfaceId") and ref.operation_id == reset.get("operationId")
-    ]
-    if len(match) != 1:
+    interface = next(
+        (i for i in contract.get("permittedInterfaces") or [] if i.get("logicalId") == reset.get("interfaceId")), None
+    )
+    operation = next(
+        (
+            OperationRef(interface.get("logicalId", ""), interface.get("kind", ""), op)
+            for op in (interface.get("operations") or [] if interface else [])
+            if op.get("operationId") == reset.get("operationId")
+        ),
+        None,
+    )
+    if operation is None:
         raise StructuralFailure(
             "unreachable-check-evidence",
-            "EvalContract.fixtureReset.operationId",
-            f'fixture reset names operation "{reset.get("operationId")}" of interface "{reset.get("interfaceId")}", which is not declared',
+            "EvalContract.fixtureReset",
+            f'the fixture reset names operation "{reset.get("operationId")}" on interface "{reset.get("interfaceId")}", '
+            "which the contract does not declare (AD-10)",
         )
-    if not match[0].operation.get("stateChangeMarker"):
+    if not operation.operation.get("stateChangeMarker"):
         raise StructuralFailure(
             _MALFORMED,
-            "EvalContract.fixtureReset.operationId",
-            f'fixture reset names operation "{reset.get("operationId")}", which declares no state change',
+            "EvalContract.fixtureReset",
+            f'the fixture reset names operation "{reset.get("operationId")}", whose stateChangeMarker is false; an '
+            "operation that changes no state resets nothing (AD-10)",
         )
-    defect = inputs_defect(reset.get("inputs"), match[0], "EvalContract.fixtureReset.inputs")
+    defect = inputs_defect(reset.get("inputs"), operation, "the fixture reset")
     if defect is not None:
-        raise StructuralFailure(_UNDECLARED, *defect)
+        raise StructuralFailure(_UNDECLARED, "EvalContract.fixtureReset.inputs", defect)

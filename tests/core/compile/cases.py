@@ -265,6 +265,24 @@ def _relation_foreign_step(c: dict[str, Any]) -> None:
     relation["operands"][0]["operands"][1]["pointer"] = "/interactions/list/response-body"
 
 
+def _relation_one_leg(c: dict[str, Any]) -> None:
+    relation = operation(c, "list-things")["sensitivityWitness"]["relation"]
+    relation["operands"][0]["operands"][1]["pointer"] = "/interactions/list-witness-a/response-status"
+
+
+def _relation_unreachable(c: dict[str, Any]) -> None:
+    relation = operation(c, "list-things")["sensitivityWitness"]["relation"]
+    relation["operands"][0]["operands"][1]["pointer"] = "/interactions/list-witness-b/response-body/nope"
+
+
+def _reset_undeclared(c: dict[str, Any]) -> None:
+    c["fixtureReset"]["operationId"] = "drop-things"
+
+
+def _reset_leg_collides(c: dict[str, Any]) -> None:
+    c["fixtureReset"]["legId"] = "read-back"
+
+
 def _reset_not_state_changing(c: dict[str, Any]) -> None:
     c["fixtureReset"]["operationId"] = "get-thing"
 
@@ -354,9 +372,9 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "missing-witness", 15, "undeclared-mandatory-input",
-        "EvalContract.permittedInterfaces[0].operations[0].sensitivityWitness", API_BASE, _missing_witness,
+        "EvalContract.permittedInterfaces[0].operations[0]", API_BASE, _missing_witness,
     ),
-    Case("witness-extra-key", 15, "undeclared-mandatory-input", f"{_W0}.legs[0].inputs.query", API_BASE, _witness_leg_extra_key),
+    Case("witness-extra-key", 15, "undeclared-mandatory-input", f"{_W0}.legs[0]", API_BASE, _witness_leg_extra_key),
     Case("no-direction", 16, "oracle-missing-channel", f"{_O}[id=O-003].direction", API_BASE, _set(["oracles", 2, "direction"], None)),
     Case("no-check", 16, "oracle-missing-channel", f"{_O}[id=O-003].check", API_BASE, _set(["oracles", 2, "check"], None)),
     Case(
@@ -407,17 +425,24 @@ CASES: tuple[Case, ...] = (
     ),
     Case("waiver", 30, "waiver-incomplete", "EvalContract.waivers[id=W-001].approval", API_BASE, _set(["waivers", 0, "approval"], None)),
     Case("irreducible", 31, "irreducible-step-reference", f"{_O}[id=O-002].direction.evidenceTargets", API_BASE, _irreducible),
-    Case("same-leg-ids", 32, "malformed-operator-expression", f"{_W0}.legs[1].legId", API_BASE, _same_leg_ids),
+    Case("same-leg-ids", 32, "malformed-operator-expression", f"{_W0}.legs", API_BASE, _same_leg_ids),
     Case("leg-is-step", 32, "malformed-operator-expression", f"{_W0}.legs[1].legId", API_BASE, _leg_is_step),
-    Case("witness-channel", 33, "malformed-operator-expression", f"{_W0}.channel", API_BASE, _illegal_witness_channel),
-    Case("witness-same-values", 33, "malformed-operator-expression", f"{_W0}.legs[1].inputs.query", API_BASE, _same_witness_values),
+    Case("witness-channel", 33, "malformed-operator-expression", _W0, API_BASE, _illegal_witness_channel),
+    Case("witness-same-values", 33, "malformed-operator-expression", f"{_W0}.legs", API_BASE, _same_witness_values),
     Case(
-        "relation-foreign-step", 33, "unreachable-check-evidence", f"{_W0}.relation.operands[0].operands[1]", API_BASE,
+        "relation-foreign-step", 33, "unreachable-check-evidence", f"{_W0}.relation", API_BASE,
         _relation_foreign_step,
     ),
     Case(
-        "reset-no-state-change", 33, "malformed-operator-expression", "EvalContract.fixtureReset.operationId", CAPTURE_BASE,
+        "reset-no-state-change", 33, "malformed-operator-expression", "EvalContract.fixtureReset", CAPTURE_BASE,
         _reset_not_state_changing,
     ),
-    Case("reset-inputs", 33, "undeclared-mandatory-input", "EvalContract.fixtureReset.inputs.body", CAPTURE_BASE, _reset_inputs),
+    Case("relation-one-leg", 33, "malformed-operator-expression", f"{_W0}.relation", API_BASE, _relation_one_leg),
+    Case(
+        "relation-unreachable", 33, "unreachable-check-evidence", f"{_W0}.relation.operands[0].operands[1]", API_BASE,
+        _relation_unreachable,
+    ),
+    Case("reset-undeclared", 33, "unreachable-check-evidence", "EvalContract.fixtureReset", CAPTURE_BASE, _reset_undeclared),
+    Case("reset-leg-is-step", 32, "malformed-operator-expression", "EvalContract.fixtureReset.legId", CAPTURE_BASE, _reset_leg_collides),
+    Case("reset-inputs", 33, "undeclared-mandatory-input", "EvalContract.fixtureReset.inputs", CAPTURE_BASE, _reset_inputs),
 )
