@@ -8,10 +8,7 @@ order of §3.1 #20 and the first that matches is reported. Edges to steps that d
 
 from __future__ import annotations
 
-from collections import Counter
-
 from evalquality_core.compile.plan_index import Json, PlanIndex
-from evalquality_core.compile.strings import utf16_sorted
 from evalquality_core.faults import StructuralFailure
 
 #: The bound's limits (§3.1 #20).
@@ -19,16 +16,6 @@ MAX_ANCHORED_PER_STEP = 2
 MAX_MULTI_ANCHOR_STEPS = 2
 MAX_PAIR_COMPONENTS = 4
 MAX_STEPS = 16
-
-
-def _after_edges(contract: Json) -> list[tuple[str, str]]:
-    index = PlanIndex(contract)
-    edges = []
-    for step in contract.get("interactionPlan") or []:
-        after = step.get("after")
-        if after is not None and index.step(after) is not None:
-            edges.append((step.get("stepId"), after))
-    return edges
 
 
 def check_nested_temporal_clause(contract: Json) -> None:
@@ -40,65 +27,70 @@ def check_nested_temporal_clause(contract: Json) -> None:
             raise StructuralFailure(
                 "nested-temporal-clause",
                 f"EvalContract.interactionPlan[stepId={step.get('stepId')}].after",
-                f'step "{step.get("stepId")}" comes after "{anchor.get("stepId")}", which itself comes after "{anchor["after"]}"',
+                f'names step "{anchor.get("stepId")}", which itself carries a temporal clause; a chain may not nest '
+                "more than one level (AD-39)",
             )
 
 
-def _pair_components(step_ids: list[str], edges: list[tuple[str, str]]) -> int:
-    parent = {step_id: step_id for step_id in step_ids}
+def _plan_metrics(contract: Json) -> tuple[bool, int, int, int, int]:
+    """(nested chain?, widest anchor, anchors of two or more, two-step components, step count).
 
-    def find(node: str) -> str:
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
+    Steps are counted by position, not id: ids may repeat in a valid document, and two steps sharing
+    an id are still two steps (a repeated id simply resolves as no anchor).
+    """
+    steps = list(contract.get("interactionPlan") or [])
+    index = PlanIndex(contract)
+    position = {id(step): k for k, step in enumerate(steps)}
 
-    for a, b in edges:
-        if a in parent and b in parent:
-            parent[find(a)] = find(b)
-    sizes = Counter(find(step_id) for step_id in step_ids)
-    return sum(1 for size in sizes.values() if size == 2)
+    def parent(step: Json) -> Json | None:
+        after = step.get("after")
+        return None if after is None else index.step(after)
+
+    nested = False
+    children: dict[int, int] = {}
+    adjacency: dict[int, set[int]] = {k: set() for k in range(len(steps))}
+    for k, step in enumerate(steps):
+        anchor = parent(step)
+        if anchor is None:
+            continue
+        nested = nested or parent(anchor) is not None
+        p = position[id(anchor)]
+        children[p] = children.get(p, 0) + 1
+        adjacency[k].add(p)
+        adjacency[p].add(k)
+    pairs, seen = 0, set()
+    for k in range(len(steps)):
+        if k in seen:
+            continue
+        size, stack = 0, [k]
+        seen.add(k)
+        while stack:
+            node = stack.pop()
+            size += 1
+            for neighbour in adjacency[node] - seen:
+                seen.add(neighbour)
+                stack.append(neighbour)
+        pairs += size == 2
+    widest = max(children.values(), default=0)
+    shared = sum(1 for n in children.values() if n >= 2)
+    return nested, widest, shared, pairs, len(steps)
 
 
 def check_scripting_bound(contract: Json) -> None:
-    """#20 ``plan-exceeds-scripting-bound``: a nested chain; a step anchoring more than 2 steps;
-    more than 2 steps anchoring 2 or more; more than 4 two-step components; more than 16 steps."""
-    steps = contract.get("interactionPlan") or []
-    edges = _after_edges(contract)
-    anchored = {after for _, after in edges}
-    for step_id, after in edges:
-        if step_id in anchored:
-            raise StructuralFailure(
-                "plan-exceeds-scripting-bound",
-                f"EvalContract.interactionPlan[stepId={step_id}].after",
-                f'step "{step_id}" both anchors a step and comes after "{after}": a nested chain',
-            )
-    counts = Counter(after for _, after in edges)
-    for anchor in utf16_sorted(counts):
-        if counts[anchor] > MAX_ANCHORED_PER_STEP:
-            raise StructuralFailure(
-                "plan-exceeds-scripting-bound",
-                f"EvalContract.interactionPlan[stepId={anchor}]",
-                f'step "{anchor}" anchors {counts[anchor]} steps, more than {MAX_ANCHORED_PER_STEP}',
-            )
-    multi = [anchor for anchor, n in counts.items() if n >= 2]
-    if len(multi) > MAX_MULTI_ANCHOR_STEPS:
-        raise StructuralFailure(
-            "plan-exceeds-scripting-bound",
-            "EvalContract.interactionPlan",
-            f"{len(multi)} steps each anchor two or more steps, more than {MAX_MULTI_ANCHOR_STEPS}",
-        )
-    step_ids = list(dict.fromkeys(step.get("stepId") for step in steps))
-    pairs = _pair_components(step_ids, edges)
-    if pairs > MAX_PAIR_COMPONENTS:
-        raise StructuralFailure(
-            "plan-exceeds-scripting-bound",
-            "EvalContract.interactionPlan",
-            f"{pairs} connected components of exactly two steps, more than {MAX_PAIR_COMPONENTS}",
-        )
-    if len(steps) > MAX_STEPS:
-        raise StructuralFailure(
-            "plan-exceeds-scripting-bound",
-            "EvalContract.interactionPlan",
-            f"{len(steps)} steps, more than {MAX_STEPS}",
-        )
+    """#20 ``plan-exceeds-scripting-bound`` at ``EvalContract.interactionPlan``, first reason of: a
+    nested chain; a step anchoring more than 2 steps; more than 2 steps anchoring 2 or more; more
+    than 4 two-step components; more than 16 steps. A metric exactly at its bound is legal."""
+    nested, widest, shared, pairs, count = _plan_metrics(contract)
+    if nested:
+        reason = "its deepest temporal chain exceeds the one-level bound"
+    elif widest > MAX_ANCHORED_PER_STEP:
+        reason = f"one step anchors {widest} other steps, past the width bound of {MAX_ANCHORED_PER_STEP}"
+    elif shared > MAX_MULTI_ANCHOR_STEPS:
+        reason = f"{shared} steps each anchor more than one other step, past the bound of {MAX_MULTI_ANCHOR_STEPS}"
+    elif pairs > MAX_PAIR_COMPONENTS:
+        reason = f"{pairs} mutually disjoint two-step pairs appear in one plan, past the bound of {MAX_PAIR_COMPONENTS}"
+    elif count > MAX_STEPS:
+        reason = f"the plan declares {count} steps, past the bound of {MAX_STEPS}"
+    else:
+        return
+    raise StructuralFailure("plan-exceeds-scripting-bound", "EvalContract.interactionPlan", f"{reason} (AD-39)")

@@ -388,7 +388,7 @@ CASES: tuple[Case, ...] = (
         _set(["permittedInterfaces", 0, "kind"], "web"),
     ),
     Case("nested-after", 19, "nested-temporal-clause", f"{_P}[stepId=malformed-list].after", API_BASE, _nested_after),
-    Case("anchors-three", 20, "plan-exceeds-scripting-bound", f"{_P}[stepId=create]", API_BASE, _anchors_three),
+    Case("anchors-three", 20, "plan-exceeds-scripting-bound", _P, API_BASE, _anchors_three),
     Case("seventeen-steps", 20, "plan-exceeds-scripting-bound", _P, API_BASE, _seventeen_steps),
     Case(
         "binding-cycle", 21, "binding-cycle", f'{_P}[stepId=create].inputBinding.body["name"]', "chains/tutorial-workflow/broken-binding-cycle.json",

@@ -174,7 +174,7 @@ def test_five_two_step_components_exceed_the_bound(conformance: Path) -> None:
 
     with pytest.raises(StructuralFailure) as caught:
         check_scripting_bound(contract)
-    assert "5 connected components" in caught.value.detail
+    assert "5 mutually disjoint two-step pairs" in caught.value.detail
     contract["interactionPlan"] = contract["interactionPlan"][:8]
     check_scripting_bound(contract)
 
