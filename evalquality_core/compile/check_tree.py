@@ -78,7 +78,8 @@ def iter_pointers(expr: Any, path: str) -> Iterator[OperandVisit]:
 
 
 def substitute_bound(pointer: str, enclosing: tuple[Json, ...]) -> str | None:
-    """Replace a leading ``@`` by the innermost enclosing quantifier's collection pointer.
+    """Replace a leading ``@`` by the innermost enclosing quantifier's collection pointer (``@/``
+    alone becomes that pointer itself).
 
     Applied repeatedly, so a collection that is itself ``@…`` resolves through its own enclosing
     quantifier. ``None`` when there is no quantifier (or no pointer collection) to bind to.
@@ -92,7 +93,9 @@ def substitute_bound(pointer: str, enclosing: tuple[Json, ...]) -> str | None:
         base = collection.get("pointer")
         if not isinstance(base, str):
             return None
-        pointer = base + pointer[1:]
+        # A bare "@/" is the bound element itself, i.e. the collection pointer; a longer tail
+        # stays RFC 6901-encoded and is appended.
+        pointer = base if pointer == "@/" else base + pointer[1:]
     return pointer
 
 

@@ -46,12 +46,12 @@ def check_oracle_alignment(contract: Json) -> None:
             continue
         path = f"EvalContract.oracles[id={oracle.get('id')}]"
         read = check_pointers(check, f"{path}.check")
-        for k, target in enumerate(direction.get("evidenceTargets") or []):
+        for target in direction.get("evidenceTargets") or []:
             if target not in read:
                 raise StructuralFailure(
                     "direction-check-misaligned",
-                    f"{path}.direction.evidenceTargets[{k}]",
-                    f'evidence target "{target}" is not read by the check',
+                    f"{path}.direction.evidenceTargets",
+                    f'"{target}" is not contained in check, even after quantifier substitution (AD-3)',
                 )
         ops = {visit.node.get("op") for visit in iter_expressions(check, f"{path}.check")}
         if direction.get("relation") not in ops:

@@ -378,7 +378,7 @@ CASES: tuple[Case, ...] = (
     Case("no-direction", 16, "oracle-missing-channel", f"{_O}[id=O-003].direction", API_BASE, _set(["oracles", 2, "direction"], None)),
     Case("no-check", 16, "oracle-missing-channel", f"{_O}[id=O-003].check", API_BASE, _set(["oracles", 2, "check"], None)),
     Case(
-        "misaligned-target", 17, "direction-check-misaligned", f"{_O}[id=O-003].direction.evidenceTargets[2]", API_BASE,
+        "misaligned-target", 17, "direction-check-misaligned", f"{_O}[id=O-003].direction.evidenceTargets", API_BASE,
         _misaligned_target,
     ),
     Case("misaligned-relation", 17, "direction-check-misaligned", f"{_O}[id=O-003].direction.relation", API_BASE, _misaligned_relation),

@@ -197,3 +197,12 @@ def test_secret_shapes_found_by_the_contract_walk(text: str, category: str, conf
     assert caught.value.code == "excluded-content-in-declaration"
     assert caught.value.artifact_path == "EvalContract.interactionPlan[1].inputBinding.query.limit.literal.note[1]"
     assert category in caught.value.detail and text not in caught.value.detail
+
+
+def test_bare_bound_element_is_the_collection_itself() -> None:
+    from evalquality_core.compile.check_tree import substitute_bound
+
+    quantifier = {"op": "for-all", "collection": {"pointer": "/interactions/s/stdout/items"}}
+    assert substitute_bound("@/", (quantifier,)) == "/interactions/s/stdout/items"
+    assert substitute_bound("@/a~1b", (quantifier,)) == "/interactions/s/stdout/items/a~1b"
+    assert substitute_bound("@/x", ()) is None
