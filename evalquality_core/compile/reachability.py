@@ -66,11 +66,11 @@ def operation_reason(target: EvidenceTarget, operation: OperationRef) -> str | N
             return f"descends into {channel}, which the response descriptor does not describe"
         return None
     if channel == "call-inputs":
+        if not target.tail:
+            return None  # the whole input channel as sent: reachable whatever it declares (§3.2)
         shape = operation.request_shape(target.input_channel or "")
         if shape is None:
             return f'reads call-inputs channel "{target.input_channel}", on which operation "{operation.operation_id}" accepts no input'
-        if not target.tail:
-            return None
         first = target.tail[0]
         if first not in declared_keys(shape):
             return f'reads {target.input_channel} input "{first}", which operation "{operation.operation_id}" does not declare'

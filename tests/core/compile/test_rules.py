@@ -131,6 +131,7 @@ def test_reachability_table(conformance: Path) -> None:
         "/interactions/create/response-status",
         "/interactions/create/exit-code",
         "/interactions/create/call-inputs/header",
+        "/interactions/create/call-inputs/stdin",
         "/interactions/list/response-body/items/0/id",
         "/interactions/create/stdout",
     ]
@@ -138,7 +139,7 @@ def test_reachability_table(conformance: Path) -> None:
         "/interactions/ghost/response-body",
         "/interactions/create/response-body/missing",
         "/interactions/create/response-body/ok/deeper",
-        "/interactions/create/call-inputs/stdin",
+        "/interactions/create/call-inputs/stdin/x",
         "/interactions/create/call-inputs/body/other",
         "/interactions/create/stdout/field",
     ]
