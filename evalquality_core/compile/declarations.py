@@ -12,8 +12,8 @@ def check_requirement_linkage(contract: Json) -> None:
         if not behavior.get("requirementLinks") and not behavior.get("riskLinks"):
             raise StructuralFailure(
                 "missing-requirement-linkage",
-                f"EvalContract.behaviors[id={behavior.get('id')}].requirementLinks",
-                "the behaviour links no requirement and no risk",
+                f"EvalContract.behaviors[id={behavior.get('id')}]",
+                "declares neither a requirementLinks nor a riskLinks entry (AD-19)",
             )
 
 
@@ -27,5 +27,5 @@ def check_observable_success_criterion(contract: Json) -> None:
             raise StructuralFailure(
                 "no-observable-success-criterion",
                 f"EvalContract.behaviors[id={behavior.get('id')}].observableSuccessCriterion",
-                "the behaviour declares no observable success criterion",
+                "declares no observable success criterion (AD-19)",
             )

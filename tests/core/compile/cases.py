@@ -301,7 +301,7 @@ CASES: tuple[Case, ...] = (
     Case("stamp", 0, "schema-version-mismatch", "EvalContract.schemaVersion", API_BASE, _set(["schemaVersion"], 7)),
     Case("dup-interface", 1, "duplicate-interface-identifier", "EvalContract.permittedInterfaces[1].logicalId", API_BASE, _dup_interface),
     Case(
-        "no-links", 2, "missing-requirement-linkage", "EvalContract.behaviors[id=B-001].requirementLinks", API_BASE,
+        "no-links", 2, "missing-requirement-linkage", "EvalContract.behaviors[id=B-001]", API_BASE,
         lambda c: c["behaviors"][0].update(requirementLinks=[], riskLinks=[]),
     ),
     Case(
