@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 from evalquality_core.compile.check_tree import iter_pointers, oracle_checks, witness_relations
 from evalquality_core.compile.plan_index import (
+    INPUT_CHANNEL_ORDER,
     Json,
     OperationRef,
     PlanIndex,
-    bound_entries,
     declared_keys,
     iter_operations,
 )
@@ -86,6 +86,9 @@ def check_artifact_references(contract: Json) -> None:
 
     A cli descriptor channel naming an artifact the operation does not list; or an artifact
     pointer naming an id its operation does not declare (an unresolvable step or operation is #5's).
+    Our choice: a witness relation's pointers answer to the witness's own operation (its legs are
+    calls of it), so an undeclared artifact there is reported too; the reference resolves them
+    through the plan, where leg ids never appear, and so lets them pass.
     """
     for _, _, ref in iter_operations(contract):
         channel = ref.operation.get("descriptorChannel")
@@ -142,28 +145,37 @@ def check_undeclared_mandatory_input(contract: Json) -> None:
     """#14 [strict] ``undeclared-mandatory-input``: a step binds a key its operation's channel does
     not declare (a channel of the other kind declares nothing), or a ``{principal}`` binding names
     a principal ``testData.principals`` does not declare. Steps whose operation does not resolve
-    are skipped (#5 reports what reads them)."""
+    are skipped (#5 reports what reads them). Keys are visited in the binding's own order."""
     index = PlanIndex(contract)
     principals = (contract.get("testData") or {}).get("principals") or {}
     for step in contract.get("interactionPlan") or []:
         operation = index.operation(step.get("operationId"))
-        for channel, key, value in bound_entries(step):
-            path = (
-                f"EvalContract.interactionPlan[stepId={step.get('stepId')}].inputBinding.{channel}"
-                f"[{json.dumps(key, ensure_ascii=False)}]"
-            )
-            if operation is not None and key not in declared_keys(operation.request_shape(channel)):
-                raise StructuralFailure(
-                    "undeclared-mandatory-input",
-                    path,
-                    f'binds {channel} key "{key}", which operation "{operation.operation_id}" declares in neither requiredKeys nor permittedKeys',
+        if operation is None:
+            continue
+        binding = step.get("inputBinding") or {}
+        for channel in INPUT_CHANNEL_ORDER:
+            bound = binding.get(channel)
+            if not isinstance(bound, dict):
+                continue
+            declared = declared_keys(operation.request_shape(channel))
+            for key, value in bound.items():
+                path = (
+                    f"EvalContract.interactionPlan[stepId={step.get('stepId')}].inputBinding.{channel}"
+                    f"[{json.dumps(key, ensure_ascii=False)}]"
                 )
-            if isinstance(value, dict) and "principal" in value and value["principal"] not in principals:
-                raise StructuralFailure(
-                    "undeclared-mandatory-input",
-                    path,
-                    f'binds principal "{value["principal"]}", which testData.principals does not declare',
-                )
+                if key not in declared:
+                    raise StructuralFailure(
+                        "undeclared-mandatory-input",
+                        path,
+                        f'operation "{operation.operation_id}" declares "{key}" in neither requiredKeys nor '
+                        f"permittedKeys of its {channel} channel (AD-4)",
+                    )
+                if isinstance(value, dict) and "principal" in value and value["principal"] not in principals:
+                    raise StructuralFailure(
+                        "undeclared-mandatory-input",
+                        path,
+                        f'binds the principal "{value["principal"]}", which testData.principals does not declare (AD-4, AD-19)',
+                    )
 
 
 def check_interface_kind(contract: Json) -> None:
