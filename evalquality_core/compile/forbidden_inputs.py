@@ -32,7 +32,7 @@ def check_scoped_resource_references(contract: Json) -> None:
     if contract.get("scopedResources"):
         raise StructuralFailure(
             "scoped-reference-resolves-forbidden",
-            "EvalContract.scopedResources[0]",
+            "EvalContract.scopedResources[0].reference",
             "a scoped resource reference would hand the evaluator something it may resolve",
         )
     resources = (contract.get("testData") or {}).get("resources") or {}

@@ -31,19 +31,24 @@ def _rubric_path(rubric: Json) -> str:
 
 
 def check_rubric_identifiers(contract: Json) -> None:
-    """#23 ``rubric-unanchored``: a rubric id repeated, or a criterion id repeated within one rubric."""
+    """#23 ``rubric-unanchored``: a rubric id repeated (all rubrics first), then a criterion id
+    repeated within one rubric. Paths use indices, since an id path would address two things."""
+    rubrics = contract.get("rubrics") or []
     seen: set[str] = set()
-    for rubric in contract.get("rubrics") or []:
+    for k, rubric in enumerate(rubrics):
         if rubric.get("id") in seen:
-            raise StructuralFailure("rubric-unanchored", _rubric_path(rubric), f'rubric id "{rubric.get("id")}" is declared twice')
+            raise StructuralFailure(
+                "rubric-unanchored", f"EvalContract.rubrics[{k}].id", f'repeats rubric id "{rubric.get("id")}" (AD-22)'
+            )
         seen.add(rubric.get("id"))
+    for rubric in rubrics:
         criteria: set[str] = set()
-        for criterion in rubric.get("criteria") or []:
+        for k, criterion in enumerate(rubric.get("criteria") or []):
             if criterion.get("id") in criteria:
                 raise StructuralFailure(
                     "rubric-unanchored",
-                    f"{_rubric_path(rubric)}.criteria[id={criterion.get('id')}]",
-                    f'criterion id "{criterion.get("id")}" is declared twice in the rubric',
+                    f"{_rubric_path(rubric)}.criteria[{k}].id",
+                    f'repeats criterion id "{criterion.get("id")}" inside one rubric (AD-22)',
                 )
             criteria.add(criterion.get("id"))
 

@@ -223,6 +223,10 @@ def _dup_rubric(c: dict[str, Any]) -> None:
     c["rubrics"].append(copy.deepcopy(c["rubrics"][0]))
 
 
+def _dup_criterion(c: dict[str, Any]) -> None:
+    c["rubrics"][0]["criteria"].append(copy.deepcopy(c["rubrics"][0]["criteria"][0]))
+
+
 def _reasoning(c: dict[str, Any]) -> None:
     c["rubrics"][0]["criteria"][0]["text"] = "Does the evaluator show its Chain\u2010of  thought?"
 
@@ -398,7 +402,8 @@ CASES: tuple[Case, ...] = (
         "captured-status", 22, "captured-channel-undeclared", f'{_P}[stepId=read-back].inputBinding.path["id"]', CAPTURE_BASE,
         _captured_status,
     ),
-    Case("dup-rubric", 23, "rubric-unanchored", _R, API_BASE, _dup_rubric),
+    Case("dup-rubric", 23, "rubric-unanchored", "EvalContract.rubrics[1].id", API_BASE, _dup_rubric),
+    Case("dup-criterion", 23, "rubric-unanchored", f"{_R}.criteria[1].id", API_BASE, _dup_criterion),
     Case("reasoning-prose", 24, "rubric-scores-reasoning-prose", f"{_R}.criteria[id=RC-001].text", API_BASE, _reasoning),
     Case("blank-anchor", 25, "rubric-unanchored", f"{_R}.scaleLevels[0].anchor", API_BASE, _blank_anchor),
     Case("no-max-length", 25, "rubric-unanchored", f"{_R}.maxLength", API_BASE, _set(["rubrics", 0, "maxLength"], None)),
@@ -420,7 +425,7 @@ CASES: tuple[Case, ...] = (
         _set(["testData", "resources"], {"zz": {"kind": "queue"}, "db": {"kind": "database"}}),
     ),
     Case(
-        "scoped", 29, "scoped-reference-resolves-forbidden", "EvalContract.scopedResources[0]", API_BASE,
+        "scoped", 29, "scoped-reference-resolves-forbidden", "EvalContract.scopedResources[0].reference", API_BASE,
         _set(["scopedResources"], [{"reference": "prod-db", "kind": "database"}]),
     ),
     Case("waiver", 30, "waiver-incomplete", "EvalContract.waivers[id=W-001].approval", API_BASE, _set(["waivers", 0, "approval"], None)),
