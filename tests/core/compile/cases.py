@@ -352,7 +352,10 @@ CASES: tuple[Case, ...] = (
         "set-two-keys", 8, "malformed-operator-expression", f"{_O}[id=O-002].check.operands[0].operands[1]", API_BASE,
         _set_membership_two_keys,
     ),
-    Case("covers-repeat", 8, "malformed-operator-expression", f"{_O}[id=O-001].check.operands[0]", API_BASE, _covers_repeated_key),
+    Case(
+        "covers-repeat", 8, "malformed-operator-expression", "EvalContract.referenceSets[id=expected-things].members[3].id",
+        API_BASE, _covers_repeated_key,
+    ),
     Case("regex-alternation", 9, "malformed-operator-expression", f"{_O}[id=O-002].check.operands[0].pattern", API_BASE, _regex("^a|b$")),
     Case("regex-lookbehind", 9, "malformed-operator-expression", f"{_O}[id=O-002].check.operands[0].pattern", API_BASE, _regex("^(?<=a)b$")),
     Case("regex-backref", 9, "malformed-operator-expression", f"{_O}[id=O-002].check.operands[0].pattern", API_BASE, _regex("^(a)\\1$")),
