@@ -115,8 +115,9 @@ def check_captured_reachability(contract: Json) -> None:
                 raise StructuralFailure(
                     "unreachable-check-evidence",
                     capture.path,
-                    f'captured pointer "{pointer}" binds {capture.channel} parameter "{capture.key}", whose type '
-                    f'operation "{own.operation_id if own else ""}" {how}, so no type equality is decidable',
+                    f'captured pointer "{pointer}" resolves to a declared "{captured}", but the step binds '
+                    f'{capture.channel} parameter "{capture.key}", whose type operation "{own.operation_id if own else ""}" '
+                    f"{how}, so no type equality is decidable",
                 )
             if bound != captured:
                 raise StructuralFailure(
