@@ -23,6 +23,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.canonical.json import serialize_artifact
@@ -96,13 +97,13 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
         planned: list[_Planned] = []
         for suite in suites:
             try:
-                contract = compile_task(suite.contract)  # a contract that does not compile cannot pre-flight
+                contract = compile_task(quote(suite.contract))  # a contract that does not compile cannot pre-flight
             except EvalQualityFault as fault:
                 failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
                 continue
             for probe in suite.probes:
                 try:
-                    plan = plan_preflight_task(contract, [probe], run_id_of(suite.name, probe["probeId"]))
+                    plan = plan_preflight_task(quote(contract), quote([probe]), run_id_of(suite.name, probe["probeId"]))
                     planned.append(_Planned(suite, dict(probe), plan, None))
                 except EvalQualityFault as fault:
                     planned.append(_Planned(suite, dict(probe), None, fault))
@@ -133,7 +134,7 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
             first_seen.add(entry[2].key)
         futures: dict[tuple[str, str, str], Any] = {}
         for item, leg_id, job in firsts + repeats:
-            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(item.suite.name, item.probe_id, leg_id, job)
+            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(item.suite.name, item.probe_id, leg_id, quote(job))
 
         for item in planned:
             rows.append(_reduce_probe(item, futures, out, keys))
@@ -172,7 +173,7 @@ def _reduce_probe(item: _Planned, futures: dict[tuple[str, str, str], Any], out:
             suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(fault), None
         )
     try:
-        verdict = reduce_preflight_task(item.plan, [answer.observation for answer in answers])
+        verdict = reduce_preflight_task(quote(item.plan), quote([answer.observation for answer in answers]))
     except EvalQualityFault as raised:
         return ProbePreflight(
             suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(raised), None
