@@ -51,40 +51,42 @@ _OUTSIDE, _IN_DOMAIN, _PLAIN = 0, 1, 2
 
 def _in_domain(value: Any) -> int:
     """A fast walk (no paths built): ``_OUTSIDE``, ``_IN_DOMAIN``, or ``_PLAIN`` when the value is in
-    the domain *and* holds no float and no non-ASCII key. ``check_value_domain`` locates violations."""
+    the domain *and* holds no float and no non-ASCII key. ``check_value_domain`` locates violations.
+    Walks level by level, so depth is one counter rather than a field on every item."""
     plain = True
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
+    level: list[Any] = [value]
+    depth = 0
+    while level:
         if depth >= MAX_NESTING_DEPTH:
             return _OUTSIDE
-        kind = type(item)
-        if kind is str:
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError:
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                if not item.isascii() and not _well_formed(item):
                     return _OUTSIDE
-        elif kind is dict:
-            for key, member in item.items():
-                if type(key) is not str:
-                    return _OUTSIDE
-                if not key.isascii():
-                    plain = False
-                    if not _well_formed(key):
+            elif kind is dict:
+                for key in item:
+                    if type(key) is not str:
                         return _OUTSIDE
-                stack.append((member, depth + 1))
-        elif kind is list:
-            stack.extend((member, depth + 1) for member in item)
-        elif kind is int:
-            if abs(item) > MAX_SAFE_INTEGER:
-                return _OUTSIDE
-        elif kind is float:
-            plain = False
-            if not math.isfinite(item) or (item.is_integer() and abs(item) > MAX_SAFE_INTEGER):
-                return _OUTSIDE
-        elif item is not None and kind is not bool:
-            return _OUTSIDE  # subclasses, tuples and the rest take the locating walk
+                    if not key.isascii():
+                        plain = False
+                        if not _well_formed(key):
+                            return _OUTSIDE
+                below.extend(item.values())
+            elif kind is list:
+                below.extend(item)
+            elif kind is int:
+                if abs(item) > MAX_SAFE_INTEGER:
+                    return _OUTSIDE
+            elif kind is float:
+                plain = False
+                if not math.isfinite(item) or (item.is_integer() and abs(item) > MAX_SAFE_INTEGER):
+                    return _OUTSIDE
+            elif item is not None and kind is not bool:
+                return _OUTSIDE  # subclasses, tuples and the rest take the locating walk
+        level = below
+        depth += 1
     return _PLAIN if plain else _IN_DOMAIN
 
 

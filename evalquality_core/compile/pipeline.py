@@ -156,13 +156,9 @@ def _validated(value: Any, *, domain_checked: bool) -> EvalContract:
     return read_artifact(EvalContract, value, ARTIFACT_PATH)
 
 
-def compile_contract(contract_json_or_model: Any, *, strict_inputs: bool = True) -> EvalContract:
-    """Compile an authored contract (a model, a parsed JSON value, or raw JSON text/bytes).
-
-    Raises ``RuntimeFault`` (``schema-version-mismatch``, ``schema-parse-failure``,
-    ``non-canonicalizable-value``) for an unreadable document and ``StructuralFailure`` for the
-    first failing check. Returns the contract unchanged, as a model.
-    """
+def compile_with_wire(contract_json_or_model: Any, *, strict_inputs: bool = True) -> tuple[EvalContract, Json]:
+    """``compile_contract``, also returning the wire form the checks read (so a caller such as
+    ``seal_contract`` does not dump the model a second time)."""
     if isinstance(contract_json_or_model, EvalContract):
         model = contract_json_or_model
     else:
@@ -173,5 +169,16 @@ def compile_contract(contract_json_or_model: Any, *, strict_inputs: bool = True)
         if isinstance(value, dict):
             check_schema_version(value)
         model = _validated(value, domain_checked=scanned)
-    run_checks(to_wire(model), strict_inputs=strict_inputs)
-    return model
+    wire = to_wire(model)
+    run_checks(wire, strict_inputs=strict_inputs)
+    return model, wire
+
+
+def compile_contract(contract_json_or_model: Any, *, strict_inputs: bool = True) -> EvalContract:
+    """Compile an authored contract (a model, a parsed JSON value, or raw JSON text/bytes).
+
+    Raises ``RuntimeFault`` (``schema-version-mismatch``, ``schema-parse-failure``,
+    ``non-canonicalizable-value``) for an unreadable document and ``StructuralFailure`` for the
+    first failing check. Returns the contract unchanged, as a model.
+    """
+    return compile_with_wire(contract_json_or_model, strict_inputs=strict_inputs)[0]

@@ -21,7 +21,7 @@ from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.canonical.digest import digest_artifact
-from evalquality_core.compile.pipeline import compile_contract
+from evalquality_core.compile.pipeline import compile_with_wire
 from evalquality_core.compile.plan_index import Json, PlanIndex
 from evalquality_core.compile.strings import utf16_key, utf16_sorted
 from evalquality_core.faults import RuntimeFault, StructuralFailure
@@ -66,7 +66,10 @@ def _directions(contract: Json) -> list[Json]:
 
 def seal(contract: EvalContract) -> SealedEvaluatorBrief:
     """Build the brief of an already compiled contract (the core seal of §4.1)."""
-    wire = to_wire(contract)
+    return _seal_wire(to_wire(contract))
+
+
+def _seal_wire(wire: Json) -> SealedEvaluatorBrief:
     interfaces = [{"logicalId": i.get("logicalId"), "kind": i.get("kind")} for i in wire.get("permittedInterfaces") or []]
     _no_duplicates([i["logicalId"] for i in interfaces], "interface logicalId")
     resources = list(wire.get("scopedResources") or [])
@@ -100,7 +103,7 @@ def seal(contract: EvalContract) -> SealedEvaluatorBrief:
 
 def seal_contract(contract_json_or_model: Any, *, strict_inputs: bool = True) -> SealedEvaluatorBrief:
     """The application seal: compile with the same ``strict_inputs``, then seal (§3.4)."""
-    return seal(compile_contract(contract_json_or_model, strict_inputs=strict_inputs))
+    return _seal_wire(compile_with_wire(contract_json_or_model, strict_inputs=strict_inputs)[1])
 
 
 _SEQUENCE_WORD_RE = re.compile(r"\b(?:then|before|after|subsequent(?:ly)?|next|finally|afterward(?:s)?)\b", re.IGNORECASE)
