@@ -4,14 +4,19 @@ Each command makes one core call: ``compile_contract`` or ``seal_contract``. ``-
 input that falls back to stdin (absent or ``-``). ``--strict-inputs`` / ``--no-strict-inputs`` may
 both be given; the last one wins (click keeps the last value of a flag pair), and strict is the
 default. ``--strict`` is accepted and changes nothing: compile and seal have no CONCERNS to promote.
+A value flag given twice must repeat the same value, and no value may be empty (§7.2, exit 64).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
+from pydantic import BaseModel
 
 from evalquality_core.artifacts.base import to_wire
-from evalquality_core.cli.io import check_out_not_input, out_path, read_json, write_artifact
+from evalquality_core.cli.io import UsageError, check_out_not_input, out_path, read_json, write_artifact
 from evalquality_core.cli.main import cli
 from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.seal.seal import seal_contract
@@ -26,8 +31,10 @@ _STRICT_INPUTS_HELP = (
 def _common_options(function: click.decorators.FC) -> click.decorators.FC:
     for option in reversed(
         (
-            click.option("--in", "in_", default=None, metavar="PATH", help=_IN_HELP),
-            click.option("--out", "out", default=None, metavar="TARGET", help="File (*.json) or directory; stdout when omitted."),
+            click.option("--in", "in_", multiple=True, metavar="PATH", help=_IN_HELP),
+            click.option(
+                "--out", "out", multiple=True, metavar="TARGET", help="File (*.json) or directory; stdout when omitted."
+            ),
             click.option("--strict-inputs/--no-strict-inputs", "strict_inputs", default=True, help=_STRICT_INPUTS_HELP),
             click.option("--strict", is_flag=True, default=False, help="Accepted by every command; no effect here."),
         )
@@ -36,21 +43,35 @@ def _common_options(function: click.decorators.FC) -> click.decorators.FC:
     return function
 
 
+def _single(flag: str, values: tuple[str, ...]) -> str | None:
+    """The one value of a value flag: absent → None; repeats must agree; empty is refused."""
+    if not values:
+        return None
+    if any(value == "" for value in values):
+        raise UsageError(f"--{flag} needs a value, but it is empty")
+    if len(set(values)) > 1:
+        first, other = values[0], next(v for v in values if v != values[0])
+        raise UsageError(f'--{flag} given twice with different values, "{first}" and "{other}"')
+    return values[0]
+
+
+def _write(kind: str, ins: tuple[str, ...], outs: tuple[str, ...], produce: Callable[[Any], BaseModel]) -> None:
+    """Read ``--in``, make the one core call, write the artifact to ``--out`` (or stdout)."""
+    source, destination = _single("in", ins), _single("out", outs)
+    target = out_path(destination, kind)
+    check_out_not_input(target, {"in": source})
+    write_artifact(to_wire(produce(read_json("in", source, "EvalContract"))), target)
+
+
 @cli.command("compile")
 @_common_options
-def compile_command(in_: str | None, out: str | None, strict_inputs: bool, strict: bool) -> None:
+def compile_command(in_: tuple[str, ...], out: tuple[str, ...], strict_inputs: bool, strict: bool) -> None:
     """Compile a contract: run the ordered checks and write it back canonical (exit 4 on the first failure)."""
-    target = out_path(out, "eval-contract")
-    check_out_not_input(target, {"in": in_})
-    value = read_json("in", in_, "EvalContract")
-    write_artifact(to_wire(compile_contract(value, strict_inputs=strict_inputs)), target)
+    _write("eval-contract", in_, out, lambda value: compile_contract(value, strict_inputs=strict_inputs))
 
 
 @cli.command("seal")
 @_common_options
-def seal_command(in_: str | None, out: str | None, strict_inputs: bool, strict: bool) -> None:
+def seal_command(in_: tuple[str, ...], out: tuple[str, ...], strict_inputs: bool, strict: bool) -> None:
     """Compile a contract, then seal it into the SealedEvaluatorBrief an evaluator may see."""
-    target = out_path(out, "sealed-evaluator-brief")
-    check_out_not_input(target, {"in": in_})
-    value = read_json("in", in_, "EvalContract")
-    write_artifact(to_wire(seal_contract(value, strict_inputs=strict_inputs)), target)
+    _write("sealed-evaluator-brief", in_, out, lambda value: seal_contract(value, strict_inputs=strict_inputs))

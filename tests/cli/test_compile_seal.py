@@ -142,8 +142,16 @@ def test_bad_input_is_one_line_never_a_traceback() -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [["--bogus"], ["--in"], ["--strict-inputs=yes"], ["extra-positional"], ["--in", "/nonexistent/contract.json"]],
-    ids=["unknown-flag", "missing-value", "flag-with-value", "positional", "missing-file"],
+    [
+        ["--bogus"],
+        ["--in"],
+        ["--strict-inputs=yes"],
+        ["extra-positional"],
+        ["--in", "/nonexistent/contract.json"],
+        ["--in="],
+        ["--in", "a.json", "--in", "b.json"],
+    ],
+    ids=["unknown-flag", "missing-value", "flag-with-value", "positional", "missing-file", "empty-value", "two-values"],
 )
 def test_usage_errors_exit_64(args: list[str]) -> None:
     result = run("compile", *args)
@@ -158,6 +166,13 @@ def test_out_resolving_to_the_input_is_refused(tmp_path: Path, conformance: Path
     assert result.returncode == 64
     assert "--out resolves to" in one_line(result)
     assert target.read_bytes() == (conformance / "corpus-dev/contracts/satisfied-declarations.json").read_bytes()
+
+
+def test_repeating_a_flag_with_the_same_value_is_accepted(conformance: Path) -> None:
+    contract = str(conformance / "corpus-dev/compile-seal-example/contract.json")
+    result = run("seal", "--in", contract, f"--in={contract}")
+    assert result.returncode == 0
+    assert result.stdout == (conformance / "corpus-dev/compile-seal-example/brief.json").read_bytes()
 
 
 def test_help_mentions_both_commands() -> None:
