@@ -54,6 +54,8 @@ def _load_commands() -> None:
 
 
 def _say(line: str) -> None:
+    # One diagnostic is one line: a detail quoting author text (a pointer, a pattern) may hold a newline.
+    line = line.replace("\r", "\\r").replace("\n", "\\n")
     click.echo(f"eval-quality: {line}", err=True)
 
 

@@ -182,3 +182,11 @@ def test_help_mentions_both_commands() -> None:
     assert run("seal", "--help").returncode == 0
 
 
+
+
+def test_a_newline_in_author_text_stays_on_one_line(conformance: Path) -> None:
+    contract = json.loads((conformance / "corpus-dev/contracts/satisfied-declarations.json").read_text())
+    contract["oracles"][0]["check"]["operands"][1]["pointer"] = "/interactions/list/response-body/it\nems"
+    result = run("compile", stdin=json.dumps(contract).encode())
+    assert result.returncode == 4
+    assert "it\\nems" in one_line(result)

@@ -84,3 +84,10 @@ def test_mcp_tool_call_form_is_an_unsupported_interface_kind(conformance: Path) 
     with pytest.raises(StructuralFailure) as caught:
         compile_contract(contract)
     assert caught.value.code == "unsupported-interface-kind"
+
+
+def test_every_failure_code_is_reachable() -> None:
+    # Every registered code is fired by some case here, except the brief's scripting audit, which
+    # seal offers separately (tests/core/seal/test_seal.py fires it).
+    fired = {case.code for case in CASES}
+    assert set(FAILURE_CODES) - fired == {"brief-exceeds-scripting-bound"}
