@@ -312,6 +312,8 @@ def contract_strength(
     )
     suites, load_problems = load_suites(suites_root)
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
+    if not suites and not problems:
+        problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
     rows = {(row.suite, row.probe_id): row for row in pre.probes}
 
     briefs: dict[str, Any] = {}
@@ -475,7 +477,14 @@ def _gate(
         recorded = read_baseline(baseline_path)
     except EvalQualityFault as fault:
         return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"])
-    return compare_with_baseline(documents, recorded, could_not_run=problems, schema_failures=schema_failures)
+    return compare_with_baseline(
+        documents,
+        recorded,
+        could_not_run=problems,
+        schema_failures=schema_failures,
+        complete=True,
+        baseline_name=str(baseline_path),
+    )
 
 
 def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:

@@ -180,21 +180,29 @@ def compare_with_baseline(
     could_not_run: Mapping[str, str] | None = None,
     schema_failures: Iterable[str] = (),
     compare_verdicts: bool = True,
+    complete: bool = False,
+    baseline_name: str = BASELINE_FILE,
 ) -> GateResult:
     """Decide the exit code of a run (harness.md A.5), naming every move in either direction.
 
     ``documents`` maps each suite that ran to its document; ``could_not_run`` maps each suite that
     did not to its reason; ``schema_failures`` lists artifacts that failed their schema. With
-    ``compare_verdicts`` false (a pre-flight-only run) verdicts are not compared.
+    ``compare_verdicts`` false (a pre-flight-only run) verdicts are not compared. With ``complete``
+    (the run covered every suite of the corpus) a recorded suite that neither ran nor failed to run
+    has vanished, which is a move; without it the run is a subset and such suites are not compared.
+    ``baseline_name`` is how a missing baseline is named in the problem line.
     """
     problems = [f"suite {name}: {reason}" for name, reason in sorted((could_not_run or {}).items())]
     problems += [f"artifact failed its schema: {failure}" for failure in schema_failures]
     if baseline is None:
-        problems.append(f"baseline {BASELINE_FILE} is missing (run with --update-baseline to record one)")
+        problems.append(f"baseline {baseline_name} is missing (run with --update-baseline to record one)")
         return GateResult(EXIT_ENVIRONMENT, [], problems)
     moves: list[Move] = []
     for suite in sorted(documents):
         moves += _suite_moves(suite, documents[suite], baseline.get(suite), compare_verdicts)
+    if complete:
+        vanished = set(baseline) - set(documents) - set(could_not_run or {})
+        moves += [Move("environment", suite, None, "suite", "recorded", "not found") for suite in sorted(vanished)]
     moves.sort(key=lambda m: (m.kind != "environment", m.suite, m.probe or "", m.what))
     if problems or any(m.kind == "environment" for m in moves):
         code = EXIT_ENVIRONMENT

@@ -114,6 +114,17 @@ def test_a_subset_run_compares_only_its_suites(conformance, recorded):
     assert compare_with_baseline({"ci": documents["ci"]}, recorded).exit_code == EXIT_MATCHED
 
 
+def test_a_complete_run_missing_a_recorded_suite_exits_2(conformance, recorded):
+    documents = tea_documents(conformance)
+    del documents["trace"]
+    result = compare_with_baseline(documents, recorded, complete=True)
+    assert result.exit_code == EXIT_ENVIRONMENT
+    assert result.lines() == ["trace: suite moved recorded -> not found"]
+    # A suite that is known not to have run is reported as such, not twice.
+    result = compare_with_baseline(documents, recorded, complete=True, could_not_run={"trace": "no probes/"})
+    assert result.lines() == ["could not measure: suite trace: no probes/"]
+
+
 def test_update_rewrites_only_the_suites_that_ran_and_the_file_is_stable(conformance, tmp_path, recorded):
     path = tmp_path / "expected-strength.json"
     path.write_text(render_baseline(recorded))
