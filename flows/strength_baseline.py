@@ -31,7 +31,7 @@ from evalquality_core.artifacts.base import (
 from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.registries import ProbeClass, Verdict
-from flows.strength_document import StrengthVector, SuiteStrength
+from flows.strength_document import CONTRACT_STRENGTH_FILE, StrengthVector, SuiteStrength, read_suite_strength
 
 #: The baseline's file name under the corpus root (harness.md A.5).
 BASELINE_FILE = "expected-strength.json"
@@ -238,3 +238,52 @@ def _suite_moves(
         if compare_verdicts and was.verdict != now.verdict:
             moves.append(Move("measured", suite, probe_id, "verdict", was.verdict or "Invalid", now.verdict or "Invalid"))
     return moves
+
+
+def documents_in(out_dir: Path) -> dict[str, SuiteStrength]:
+    """Every ``<suite>/contract-strength.json`` under a run's output folder, by suite."""
+    found = sorted(out_dir.glob(f"**/{CONTRACT_STRENGTH_FILE}"))
+    documents = [read_suite_strength(path) for path in found]
+    return {document.suite: document for document in documents}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.strength_baseline --out DIR [--baseline FILE] [--update-baseline]``.
+
+    Gates the documents a contract-strength run already wrote (no re-run): prints every move and
+    returns the exit code. A document that does not read is a schema failure (exit 2).
+    """
+    import argparse
+    import sys
+
+    from tasks.home import PROJECT_ROOT
+
+    parser = argparse.ArgumentParser(prog="python -m flows.strength_baseline", description=main.__doc__.splitlines()[0])
+    parser.add_argument("--out", metavar="DIR", required=True, help="a contract-strength run's output folder")
+    parser.add_argument("--baseline", metavar="FILE", default=str(PROJECT_ROOT / "corpus" / BASELINE_FILE))
+    parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from these documents")
+    args = parser.parse_args(argv)
+    baseline_path = Path(args.baseline)
+    try:
+        documents = documents_in(Path(args.out))
+    except RuntimeFault as fault:
+        print(f"could not measure: artifact failed its schema: {fault}")
+        return EXIT_ENVIRONMENT
+    if not documents:
+        print(f"could not measure: no contract-strength.json under {args.out}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    if args.update_baseline:
+        update_baseline(baseline_path, documents.values())
+    try:
+        recorded = read_baseline(baseline_path)
+    except RuntimeFault as fault:
+        print(f"could not measure: baseline unreadable: {fault}")
+        return EXIT_ENVIRONMENT
+    result = compare_with_baseline(documents, recorded, baseline_name=str(baseline_path))
+    for line in result.lines():
+        print(line)
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

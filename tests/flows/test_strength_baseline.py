@@ -151,3 +151,19 @@ def test_a_malformed_baseline_is_refused_naming_the_file_and_field(conformance, 
     path.write_text('{"ci": {}, "ci": {}}')
     with pytest.raises(RuntimeFault):
         read_baseline(path)
+
+
+def test_the_command_gates_documents_already_written(conformance, tmp_path, capsys):
+    from flows.strength_baseline import main
+    from flows.strength_document import write_suite_strength
+
+    out, baseline = tmp_path / "out", tmp_path / "expected-strength.json"
+    for name, document in _moved(conformance, "test-review", "P-004", verdict="FAIL").items():
+        write_suite_strength(document, out / name / "contract-strength.json")
+    assert main(["--out", str(out), "--baseline", str(baseline)]) == EXIT_ENVIRONMENT  # no baseline yet
+    baseline.write_text(json.dumps(tea_baseline(conformance)))
+    assert main(["--out", str(out), "--baseline", str(baseline)]) == EXIT_MEASURED_MOVE
+    assert "test-review P-004: verdict moved CONCERNS -> FAIL" in capsys.readouterr().out
+    assert main(["--out", str(out), "--baseline", str(baseline), "--update-baseline"]) == EXIT_MATCHED
+    (out / "nfr" / "contract-strength.json").write_text('{"document": "contract-strength"}')
+    assert main(["--out", str(out), "--baseline", str(baseline)]) == EXIT_ENVIRONMENT
