@@ -91,53 +91,13 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     reclaim_workspaces(Path(workspaces_dir))
     suites, problems = load_suites(Path(suites_dir))
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
-    rows: list[ProbePreflight] = []
     keys: set[str] = set()
     try:
-        planned: list[_Planned] = []
-        for suite in suites:
-            try:
-                contract = compile_task(quote(suite.contract))  # a contract that does not compile cannot pre-flight
-            except EvalQualityFault as fault:
-                failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
-                continue
-            for probe in suite.probes:
-                try:
-                    plan = plan_preflight_task(quote(contract), quote([probe]), run_id_of(suite.name, probe["probeId"]))
-                    planned.append(_Planned(suite, dict(probe), plan, None))
-                except EvalQualityFault as fault:
-                    planned.append(_Planned(suite, dict(probe), None, fault))
-
-        jobs: list[tuple[_Planned, str, LegJob]] = []
-        for item in planned:
-            if item.plan is None:
-                continue
-            for leg in item.plan.legs:
-                key = leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id))
-                job = LegJob(
-                    request=leg.request,
-                    key=key,
-                    policy=item.suite.policy,
-                    stage=item.suite.stager(item.probe, leg.leg_id),
-                    cache_dir=cache_dir,
-                    cache_mode=mode,  # type: ignore[arg-type]
-                    invocation=invocation,
-                    workspaces_dir=workspaces_dir,
-                )
-                jobs.append((item, leg.leg_id, job))
-        # Each distinct request first, its repeats after: a repeat waits on its twin's single-flight
-        # lock while holding a worker, so queueing repeats last keeps the pool busy with real spawns.
-        first_seen: set[str] = set()
-        firsts, repeats = [], []
-        for entry in jobs:
-            (repeats if entry[2].key in first_seen else firsts).append(entry)
-            first_seen.add(entry[2].key)
-        futures: dict[tuple[str, str, str], Any] = {}
-        for item, leg_id, job in firsts + repeats:
-            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(item.suite.name, item.probe_id, leg_id, quote(job))
-
-        for item in planned:
-            rows.append(_reduce_probe(item, futures, out, keys))
+        planned = _plan_all(suites, failures)
+        futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
+        # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
+        pending = [(item, _submit_reduce(item, futures)) for item in planned]
+        rows = [_finish_probe(item, collected, out, keys) for item, collected in pending]
     except BaseException:
         # Every in-flight leg kills its group and returns promptly, and every leg still queued
         # refuses to start (the signal stays set: it is never released on this path).
@@ -152,36 +112,106 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     return run
 
 
-def _reduce_probe(item: _Planned, futures: dict[tuple[str, str, str], Any], out: Path, keys: set[str]) -> ProbePreflight:
-    """Collect one probe's legs (waiting as needed), then reduce them into its verdict."""
-    suite, probe_id = item.suite.name, item.probe_id
+def _plan_all(suites: list[Suite], failures: list[SuiteFailure]) -> list[_Planned]:
+    """Compile every contract, then plan every (suite, probe); both stages run concurrently."""
+    compiled = {suite.name: compile_task.submit(quote(suite.contract)) for suite in suites}
+    plans: list[tuple[Suite, dict[str, Any], Any]] = []
+    for suite in suites:
+        try:
+            contract = compiled[suite.name].result()  # a contract that does not compile cannot pre-flight
+        except EvalQualityFault as fault:
+            failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
+            continue
+        for probe in suite.probes:
+            run_id = run_id_of(suite.name, probe["probeId"])
+            plans.append((suite, dict(probe), plan_preflight_task.submit(quote(contract), quote([probe]), run_id)))
+    planned = []
+    for suite, probe, future in plans:
+        try:
+            planned.append(_Planned(suite, probe, future.result(), None))
+        except EvalQualityFault as fault:
+            planned.append(_Planned(suite, probe, None, fault))
+    return planned
+
+
+def _submit_legs(
+    planned: list[_Planned], cache_dir: str, mode: str, invocation: str, workspaces_dir: str
+) -> dict[tuple[str, str, str], Any]:
+    """One ``spawn-leg`` per planned leg, each distinct request before its repeats."""
+    jobs: list[tuple[_Planned, str, LegJob]] = []
+    for item in planned:
+        if item.plan is None:
+            continue
+        for leg in item.plan.legs:
+            job = LegJob(
+                request=leg.request,
+                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id)),
+                policy=item.suite.policy,
+                stage=item.suite.stager(item.probe, leg.leg_id),
+                cache_dir=cache_dir,
+                cache_mode=mode,  # type: ignore[arg-type]
+                invocation=invocation,
+                workspaces_dir=workspaces_dir,
+            )
+            jobs.append((item, leg.leg_id, job))
+    # A repeat waits on its twin's single-flight lock while holding a worker, so queueing repeats
+    # last keeps the pool busy with real spawns.
+    first_seen: set[str] = set()
+    firsts, repeats = [], []
+    for entry in jobs:
+        (repeats if entry[2].key in first_seen else firsts).append(entry)
+        first_seen.add(entry[2].key)
+    return {
+        (item.suite.name, item.probe_id, leg_id): spawn_leg.submit(item.suite.name, item.probe_id, leg_id, quote(job))
+        for item, leg_id, job in firsts + repeats
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class _Collected:
+    answers: list[LegAnswer]
+    fault: EvalQualityFault | None
+    reduction: Any  # the reduce-preflight future, or None
+
+
+def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> _Collected:
+    """Wait for one probe's legs; submit its reduction unless a leg faulted."""
     if item.plan is None:
-        assert item.fault is not None
-        return ProbePreflight(suite, probe_id, None, 0, 0, 0.0, _fault_outcome(item.fault), None)
+        return _Collected([], item.fault, None)
     answers: list[LegAnswer] = []
     fault: EvalQualityFault | None = None
     for leg in item.plan.legs:
         try:
-            answers.append(futures[(suite, probe_id, leg.leg_id)].result())
+            answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
         except EvalQualityFault as raised:
             fault = fault or raised
+    if fault is not None:
+        return _Collected(answers, fault, None)
+    observations = [answer.observation for answer in answers]
+    return _Collected(answers, None, reduce_preflight_task.submit(quote(item.plan), quote(observations)))
+
+
+def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[str]) -> ProbePreflight:
+    """The probe's row: its leg counts and its verdict (written) or the fault that stopped it."""
+    answers = collected.answers
     spawned = sum(1 for answer in answers if answer.source == "spawned")
     keys.update(answer.key for answer in answers if answer.source == "spawned")
     seconds = sum(answer.elapsed_s for answer in answers)
-    if fault is not None:
+    planned = None if item.plan is None else len(item.plan.legs)
+
+    def row(outcome: str, path: Path | None = None) -> ProbePreflight:
         return ProbePreflight(
-            suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(fault), None
+            item.suite.name, item.probe_id, planned, spawned, len(answers) - spawned, seconds, outcome,
+            None if path is None else str(path),
         )
+
+    if collected.fault is not None:
+        return row(_fault_outcome(collected.fault))
     try:
-        verdict = reduce_preflight_task(quote(item.plan), quote([answer.observation for answer in answers]))
+        verdict = collected.reduction.result()
     except EvalQualityFault as raised:
-        return ProbePreflight(
-            suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, _fault_outcome(raised), None
-        )
-    path = _write_verdict(out, suite, probe_id, verdict)
-    return ProbePreflight(
-        suite, probe_id, len(item.plan.legs), spawned, len(answers) - spawned, seconds, outcome_of(as_wire(verdict)), str(path)
-    )
+        return row(_fault_outcome(raised))
+    return row(outcome_of(as_wire(verdict)), _write_verdict(out, item.suite.name, item.probe_id, verdict))
 
 
 def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> PreflightRun:
