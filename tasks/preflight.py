@@ -108,7 +108,11 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         job.stage(workspace)
         adapter = CommandLineAdapter(job.policy, workdir=workspace)
         observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
-        return observation_to_wire(observation)
+    if abort_event(job.invocation).is_set():
+        # The run was interrupted while this leg ran: its group may have been killed from outside
+        # (an exit of -9 is then our doing, not the system's answer), so it is a fault, never cached.
+        raise RuntimeFault("aborted", "ProbeObservation", "the pre-flight run was interrupted during this leg")
+    return observation_to_wire(observation)
 
 
 @task(
