@@ -31,6 +31,7 @@ from evalquality_core.canonical import (
     scan_json,
     serialize_artifact,
 )
+from evalquality_core.compile import compile_contract
 from evalquality_core.faults import (
     FAILURE_CODES,
     RUNTIME_FAULT_CODES,
@@ -38,6 +39,7 @@ from evalquality_core.faults import (
     RuntimeFault,
     StructuralFailure,
 )
+from evalquality_core.seal import seal, seal_contract
 
 __all__ = [
     "ArtifactReference",
@@ -55,6 +57,9 @@ __all__ = [
     "StrengthAggregate",
     "read_artifact",
     "to_wire",
+    "compile_contract",
+    "seal",
+    "seal_contract",
     "FAILURE_CODES",
     "RUNTIME_FAULT_CODES",
     "AggregationRefusal",
