@@ -39,7 +39,8 @@ from evalquality_core.faults import (
     RuntimeFault,
     StructuralFailure,
 )
-from evalquality_core.seal import seal, seal_contract
+# Not ``seal`` itself: the name would shadow the ``evalquality_core.seal`` subpackage.
+from evalquality_core.seal import seal_contract
 
 __all__ = [
     "ArtifactReference",
@@ -58,7 +59,6 @@ __all__ = [
     "read_artifact",
     "to_wire",
     "compile_contract",
-    "seal",
     "seal_contract",
     "FAILURE_CODES",
     "RUNTIME_FAULT_CODES",
