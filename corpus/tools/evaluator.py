@@ -26,7 +26,6 @@ it ran, and zero for wall clock, tokens and cost, so regenerated trials are byte
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -35,12 +34,17 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from corpus.tools.staging import (
     Mutation,
     StagingError,
+    check_keys,
+    load_mutations,
     mutation_for_probe,
+    read_suite_json,
+    read_suite_settings,
+    read_suite_text,
     stage_for_leg,
     stage_workspace,
     suite_dir,
@@ -48,8 +52,10 @@ from corpus.tools.staging import (
 )
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
 from evalquality_core.artifacts.isolation import IsolationManifest
+from evalquality_core.artifacts.probe import Probe
 from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.canonical import canonical_bytes, digest_artifact, digest_bytes, serialize_artifact
 from evalquality_core.evaluate import resolution_context, resolve_check, select_for_oracle, select_plan
@@ -60,6 +66,7 @@ from evalquality_core.evaluate.pointers import (
     parse_evidence_pointer,
     walk,
 )
+from evalquality_core.faults import RuntimeFault, StructuralFailure
 from evalquality_core.pipeline import run_preflight
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.registries import FORBIDDEN_INPUT_FLOOR
@@ -84,6 +91,43 @@ class EvaluatorError(Exception):
     """The evaluator could not run a trial faithfully; the message names the suite, step or file."""
 
 
+#: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
+EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
+#: What the corpus tools report as one stderr line (exit 2): bad suite files, refused artifacts,
+#: faults of a run and I/O errors. Anything else is a bug in the tools and keeps its traceback.
+TOOL_PROBLEMS: tuple[type[BaseException], ...] = (EvaluatorError, StagingError, StructuralFailure, RuntimeFault, OSError)
+
+
+class ToolArgumentParser(argparse.ArgumentParser):
+    """The corpus tools' argument parser: a usage error is one line, ``<tool>: usage: <message>``, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Report ``message`` as one line (argparse prints the whole usage block first) and exit 2."""
+        tool = self.prog.rsplit(".", 1)[-1]
+        self.exit(2, f"{tool}: usage: {message} (see --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--trials 0`` would store no trial at all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is less than 1")
+    return value
+
+
+def problem_line(problem: BaseException) -> str:
+    """One line for a :data:`TOOL_PROBLEMS` problem: a fault as ``<code>: <artifactPath>: <detail>``, an
+    I/O error as ``<file>: <reason>``, anything else as its message."""
+    if isinstance(problem, (StructuralFailure, RuntimeFault)):
+        return f"{problem.code}: {problem.artifact_path}: {problem.detail}"
+    if isinstance(problem, OSError) and problem.filename is not None:
+        return f"{problem.filename}: {problem.strerror or problem}"
+    return " ".join(str(problem).split())  # one line, whatever the message held
+
+
 @dataclass(frozen=True)
 class Suite:
     """One suite's files as the evaluator reads them."""
@@ -100,20 +144,40 @@ class Suite:
 def load_suite(suite: str | Path) -> Suite:
     """Read a suite's contract, probes, evaluator choices and target registry."""
     root = suite_dir(suite)
-    settings = json.loads((root / "evaluator.json").read_text(encoding="utf-8"))
+    settings_path = root / "evaluator.json"
+    settings = read_suite_json(settings_path)
+    check_keys(settings_path, settings, EVALUATOR_SETTINGS_KEYS, frozenset({"about"}))
+    if not isinstance(settings["choices"], dict):
+        raise EvaluatorError(f"{settings_path}: choices must be an object (step id -> channel values)")
+    steps = settings["baselineSteps"]
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise EvaluatorError(f"{settings_path}: baselineSteps must be a list of step ids")
+    # Every artifact is read (stamp and shape) before anything runs, so a bad file is reported by
+    # name up front instead of part-way through a regeneration.
+    contract = _read_suite_artifact(EvalContract, root / "contract.json")
     probes = {}
     for path in sorted((root / "probes").glob("P-*.json")):
-        probe = json.loads(path.read_text(encoding="utf-8"))
+        probe = _read_suite_artifact(Probe, path)
         probes[probe["probeId"]] = probe
     return Suite(
         name=root.name,
         root=root,
-        contract=json.loads((root / "contract.json").read_text(encoding="utf-8")),
+        contract=contract,
         probes=probes,
         choices=settings["choices"],
-        baseline_steps=frozenset(settings["baselineSteps"]),
-        targets_text=(root / "targets.toml").read_text(encoding="utf-8"),
+        baseline_steps=frozenset(steps),
+        targets_text=read_suite_text(root / "targets.toml"),
     )
+
+
+def _read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
+    """A suite file read as ``model`` (its JSON value, unchanged); a refusal names the file."""
+    value = read_suite_json(path)
+    try:
+        read_artifact(model, value, model.__name__)
+    except (StructuralFailure, RuntimeFault) as fault:
+        raise EvaluatorError(f"{path}: {problem_line(fault)}") from None
+    return value
 
 
 def adapter_for(suite: Suite) -> CommandLineAdapter:
@@ -355,13 +419,18 @@ def judge(contract: Mapping[str, Any], observations: Sequence[Mapping[str, Any]]
 # ---------------------------------------------------------------- sealing
 
 
-def _relative(path: Path, root: Path = PROJECT_ROOT) -> str:
-    return path.resolve().relative_to(root.resolve()).as_posix()
+def project_path(path: Path, root: Path = PROJECT_ROOT) -> str:
+    """``path`` as the '/'-separated path relative to ``root`` that stored references hold."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        # Stored references are paths relative to the project root, so a suite elsewhere cannot be sealed.
+        raise EvaluatorError(f"{path}: lies outside {root}, and stored references are paths relative to it") from None
 
 
 def _public_reference(path: Path, root: Path) -> dict[str, Any]:
     """A public reference: the path relative to ``root`` (the corpus root a scorer is given) and the raw-bytes digest."""
-    return {"storage": "public", "path": _relative(path, root), "privateRef": None, "digest": digest_bytes(path.read_bytes())}
+    return {"storage": "public", "path": project_path(path, root), "privateRef": None, "digest": digest_bytes(path.read_bytes())}
 
 
 def seal_brief_digest(contract: Mapping[str, Any]) -> str:
@@ -509,14 +578,32 @@ def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequenc
     """
     suite = load_suite(suite_name)
     adapter = adapter_for(suite)
+    # Staging reads these per workspace; reading them once here reports a bad one before anything runs.
+    read_suite_settings(suite.root)
+    load_mutations(suite.root)
     chosen = list(probe_ids or sorted(suite.probes))
 
     def one(probe_id: str) -> Path:
         probe_dir = suite.root / "trials" / probe_id
-        shutil.rmtree(probe_dir, ignore_errors=True)
-        _write(probe_dir / "preflight-verdict.json", preflight_probe(suite, probe_id, adapter))
-        for index in range(1, trials + 1):
-            write_trial(suite, probe_id, index, probe_dir / f"trial-{index}", adapter=adapter)
+        # The stored trials are set aside, not deleted, until the new ones are complete: a failed
+        # regeneration puts them back, so nothing is lost. (They are regenerated in place because
+        # the references they hold are paths to their own files.)
+        previous = probe_dir.with_name(f".{probe_id}.previous")
+        shutil.rmtree(previous, ignore_errors=True)
+        if probe_dir.exists():
+            probe_dir.rename(previous)
+        try:
+            _write(probe_dir / "preflight-verdict.json", preflight_probe(suite, probe_id, adapter))
+            for index in range(1, trials + 1):
+                write_trial(suite, probe_id, index, probe_dir / f"trial-{index}", adapter=adapter)
+        except BaseException as problem:
+            shutil.rmtree(probe_dir, ignore_errors=True)
+            if previous.exists():
+                previous.rename(probe_dir)
+            if isinstance(problem, TOOL_PROBLEMS):
+                raise EvaluatorError(f"{suite.name} {probe_id}: {problem_line(problem)}") from problem
+            raise
+        shutil.rmtree(previous, ignore_errors=True)
         return probe_dir
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -525,21 +612,21 @@ def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequenc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m corpus.tools.evaluator --regenerate [--suite NAME ...] [--trials N]``."""
-    parser = argparse.ArgumentParser(prog="python -m corpus.tools.evaluator", description=__doc__.splitlines()[0])
+    parser = ToolArgumentParser(prog="python -m corpus.tools.evaluator", description=__doc__.splitlines()[0])
     parser.add_argument("--regenerate", action="store_true", help="rewrite every stored trial (required)")
     parser.add_argument("--suite", action="append", help="only this suite (repeatable)")
-    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"trials per probe (default {DEFAULT_TRIALS})")
+    parser.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help=f"trials per probe (default {DEFAULT_TRIALS})")
     # Waiting on child processes dominates, not CPU, so more probes than cores run side by side.
-    parser.add_argument("--jobs", type=int, default=4 * (os.cpu_count() or 1), help="probes run side by side")
+    parser.add_argument("--jobs", type=positive_int, default=4 * (os.cpu_count() or 1), help="probes run side by side")
     options = parser.parse_args(argv)
     if not options.regenerate:
         parser.error("nothing to do: pass --regenerate")
     try:
         for name in options.suite or suite_names():
             for path in regenerate(name, options.trials, jobs=options.jobs):
-                print(f"wrote {_relative(path)}")
-    except (EvaluatorError, StagingError) as problem:
-        print(f"evaluator: {problem}", file=sys.stderr)
+                print(f"wrote {project_path(path)}")
+    except TOOL_PROBLEMS as problem:
+        print(f"evaluator: {problem_line(problem)}", file=sys.stderr)
         return 2
     return 0
 

@@ -27,7 +27,6 @@ file is stale or missing, 2 when a check fails or the generator cannot run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -40,18 +39,21 @@ from pathlib import Path
 from typing import Any
 
 from corpus.tools.evaluator import (
-    PROJECT_ROOT,
     REGEX_STEP_BUDGET,
-    EvaluatorError,
+    TOOL_PROBLEMS,
     Suite,
+    ToolArgumentParser,
     adapter_for,
     load_suite,
+    positive_int,
+    problem_line,
+    project_path,
     run_staged,
 )
 from corpus.tools.staging import (
     Mutation,
-    StagingError,
     load_mutations,
+    read_suite_json,
     read_suite_settings,
     suite_names,
     tree_digest,
@@ -86,7 +88,7 @@ def pretty(value: Any) -> bytes:
 def _ref(path: Path, data: bytes) -> dict[str, Any]:
     return {
         "storage": "public",
-        "path": path.resolve().relative_to(PROJECT_ROOT).as_posix(),
+        "path": project_path(path),
         "privateRef": None,
         "digest": digest_bytes(data),
     }
@@ -215,7 +217,7 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
 
 def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
     """Check one probe, produce its evidence and its updated probe bytes into ``out``."""
-    probe = json.loads(probe_path.read_text(encoding="utf-8"))
+    probe = read_suite_json(probe_path)
     read_artifact(Probe, probe, f"Probe[probeId={probe.get('probeId')}]")
     probe_id = probe["probeId"]
     if probe_path.stem != probe_id:
@@ -316,7 +318,7 @@ def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
     try:
         compile_contract(suite.contract)
     except (StructuralFailure, RuntimeFault) as failure:
-        raise GenerationError(f"{name}: the contract does not compile: {failure}") from failure
+        raise GenerationError(f"{name}: the contract does not compile: {problem_line(failure)}") from failure
     mutations = load_mutations(suite.root)
     unknown = sorted(set(mutations) - set(suite.probes))
     if unknown:
@@ -334,8 +336,8 @@ def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
         futures = [pool.submit(one, index) for index in range(len(probe_paths))]
     for probe_path, future, produced in zip(probe_paths, futures, outputs, strict=True):
         problem = future.exception()
-        if isinstance(problem, GenerationError):
-            raise GenerationError(f"{name} {probe_path.stem}: {problem}") from problem
+        if isinstance(problem, (GenerationError, *TOOL_PROBLEMS)):
+            raise GenerationError(f"{name} {probe_path.stem}: {problem_line(problem)}") from problem
         if problem is not None:
             raise problem
         out.files.update(produced.files)
@@ -344,23 +346,23 @@ def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Generate (or with ``--check`` verify) evidence and probes; exit 0 / 1 stale / 2 failed."""
-    parser = argparse.ArgumentParser(prog="python -m corpus.tools.generate", description=__doc__.splitlines()[0])
+    parser = ToolArgumentParser(prog="python -m corpus.tools.generate", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="regenerate in memory and fail on any byte difference")
     parser.add_argument("--suite", action="append", help="only this suite (repeatable)")
     # Waiting on child processes dominates, not CPU, so more probes than cores run side by side.
-    parser.add_argument("--jobs", type=int, default=4 * (os.cpu_count() or 1), help="probes checked side by side")
+    parser.add_argument("--jobs", type=positive_int, default=4 * (os.cpu_count() or 1), help="probes checked side by side")
     options = parser.parse_args(argv)
     out = Output()
     try:
         for name in options.suite or suite_names():
             generate_suite(name, out, max(1, options.jobs))
-    except (GenerationError, StagingError, EvaluatorError, StructuralFailure, RuntimeFault, OSError, ValueError) as problem:
-        print(f"generate: {problem}", file=sys.stderr)
+    except (GenerationError, *TOOL_PROBLEMS) as problem:
+        print(f"generate: {problem_line(problem)}", file=sys.stderr)
         return 2
     if options.check:
         stale = [path for path, data in out.files.items() if not path.is_file() or path.read_bytes() != data]
         for path in stale:
-            print(f"generate: stale: {path.resolve().relative_to(PROJECT_ROOT).as_posix()}", file=sys.stderr)
+            print(f"generate: stale: {project_path(path)}", file=sys.stderr)
         if stale:
             return 1
         print(f"generate: {len(out.files)} file(s) up to date")
@@ -369,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_bytes() != data:
             path.write_bytes(data)
-            print(f"wrote {path.resolve().relative_to(PROJECT_ROOT).as_posix()}")
+            print(f"wrote {project_path(path)}")
     for note in out.notes:
         print(note)
     return 0

@@ -33,6 +33,51 @@ class StagingError(Exception):
     """A suite or mutation that cannot be staged faithfully; the message names the file and why."""
 
 
+#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only).
+MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
+#: The keys of ``suite.toml``.
+SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
+
+
+def read_suite_text(path: Path) -> str:
+    """The UTF-8 text of a suite file; a missing, unreadable or undecodable file is a StagingError naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StagingError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise StagingError(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
+    except OSError as exc:
+        raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+
+
+def read_suite_json(path: Path) -> Any:
+    """The JSON value of a suite file (:func:`read_suite_text`); malformed JSON names the file, line and column."""
+    text = read_suite_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StagingError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def check_keys(path: Path, value: Any, required: frozenset[str], optional: frozenset[str] = frozenset()) -> None:
+    """Refuse a suite declaration that is not an object, lacks a required key or has an unknown one.
+
+    Unknown keys are refused rather than ignored because a misspelt key (``naivecheck``) would
+    otherwise silently change what the tools do.
+    """
+    if not isinstance(value, dict):
+        raise StagingError(f"{path}: expected an object, got {type(value).__name__}")
+    missing = sorted(required - set(value))
+    if missing:
+        raise StagingError(f"{path}: missing key(s) {', '.join(missing)}")
+    unknown = sorted(set(value) - required - optional)
+    if unknown:
+        raise StagingError(f"{path}: unknown key(s) {', '.join(unknown)}")
+
+
 @dataclass(frozen=True)
 class Mutation:
     """One controlled mutation declared as data in ``mutations/<name>.json``.
@@ -93,11 +138,17 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
     """The suite's ``suite.toml``: ``system-id`` and the ``fixtures`` table (fixture set → path under work/)."""
     path = suite_dir(suite) / "suite.toml"
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as problem:
-        raise StagingError(f"{path}: {problem}") from problem
-    if not isinstance(settings.get("fixtures"), dict) or not settings["fixtures"]:
+        settings = tomllib.loads(read_suite_text(path))
+    except tomllib.TOMLDecodeError as problem:
+        raise StagingError(f"{path}: not TOML: {problem}") from None
+    check_keys(path, settings, SUITE_SETTINGS_KEYS)
+    if not isinstance(settings["system-id"], str) or not settings["system-id"]:
+        raise StagingError(f"{path}: system-id must be a non-empty string")
+    if not isinstance(settings["fixtures"], dict) or not settings["fixtures"]:
         raise StagingError(f"{path}: a [fixtures] table naming at least one fixture set is required")
+    for fixture_set, place in settings["fixtures"].items():
+        if not isinstance(place, str):
+            raise StagingError(f"{path}: fixtures.{fixture_set} must be a path under work/ (a string)")
     return settings
 
 
@@ -105,21 +156,24 @@ def load_mutations(suite: str | Path) -> dict[str, Mutation]:
     """Every mutation of the suite, keyed by the probe id it serves (one mutation per probe)."""
     mutations: dict[str, Mutation] = {}
     for path in sorted((suite_dir(suite) / "mutations").glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            mutation = Mutation(
-                mutation_id=path.stem,
-                probe_id=data["probeId"],
-                operator=data["operator"],
-                target=data["target"],
-                description=data["description"],
-                find=data["find"],
-                replace=data["replace"],
-                naive_check=data.get("naiveCheck"),
-                source_path=path,
-            )
-        except (OSError, ValueError, KeyError, TypeError) as problem:
-            raise StagingError(f"{path}: not a mutation declaration ({problem!r})") from problem
+        data = read_suite_json(path)
+        check_keys(path, data, MUTATION_KEYS, frozenset({"naiveCheck"}))
+        texts = sorted(key for key in MUTATION_KEYS if not isinstance(data[key], str))
+        if texts:
+            raise StagingError(f"{path}: {', '.join(texts)} must be string(s)")
+        if data.get("naiveCheck") is not None and not isinstance(data["naiveCheck"], dict):
+            raise StagingError(f"{path}: naiveCheck must be an Expression object or null")
+        mutation = Mutation(
+            mutation_id=path.stem,
+            probe_id=data["probeId"],
+            operator=data["operator"],
+            target=data["target"],
+            description=data["description"],
+            find=data["find"],
+            replace=data["replace"],
+            naive_check=data.get("naiveCheck"),
+            source_path=path,
+        )
         if not mutation.target.startswith("system/"):
             raise StagingError(f"{path}: a mutation's target must be a file under system/")
         if mutation.probe_id in mutations:
@@ -185,6 +239,8 @@ def stage_workspace(
         raise StagingError(f"{destination}: a workspace must be staged into a new, empty directory")
     system_dir = destination / "system"
     work_dir = destination / "work"
+    if not (system_source or source / "system").is_dir():
+        raise StagingError(f"{system_source or source / 'system'}: the system to stage is not a directory")
     shutil.copytree(system_source or source / "system", system_dir, symlinks=False)
     if mutation is not None:
         target = destination / mutation.target
