@@ -39,6 +39,7 @@ from evalquality_core.faults import (
     RuntimeFault,
     StructuralFailure,
 )
+
 # Not ``seal`` itself: the name would shadow the ``evalquality_core.seal`` subpackage.
 from evalquality_core.seal import seal_contract
 
