@@ -31,7 +31,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import gate
-from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report
+from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
 from flows.settings import FlowSettings, load_settings
 from flows.suites import Suite, load_suites
 from tasks.contract import compile_task
@@ -109,6 +109,7 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
     (out / "preflight-summary.json").write_bytes(serialize_artifact(run.to_json()))
+    publish_report(run)
     return run
 
 

@@ -109,6 +109,28 @@ def render_table(rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure
     return table
 
 
+def markdown_report(run: PreflightRun) -> str:
+    """The same table as Markdown, for the Prefect UI's artifact tab."""
+    lines = [
+        "| suite | probe | legs planned | spawned | from cache | outcome |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for row in run.probes:
+        planned = "?" if row.legs_planned is None else str(row.legs_planned)
+        outcome = row.outcome.replace("|", "\\|")
+        lines.append(f"| {row.suite} | {row.probe_id} | {planned} | {row.spawned} | {row.from_cache} | {outcome} |")
+    for failure in run.failures:
+        lines.append(f"| {failure.suite} | - | ? | 0 | 0 | could not run: {failure.message.replace('|', '/')} |")
+    return "\n".join([*lines, "", summary_line(run)])
+
+
+def publish_report(run: PreflightRun) -> None:
+    """Publish the report as the flow run's Markdown artifact (style.md §3: reports are published by the flow)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    create_markdown_artifact(key="preflight-report", markdown=markdown_report(run), description=summary_line(run))
+
+
 def print_report(run: PreflightRun, console: Console | None = None) -> None:
     """Print the table and the cost line."""
     console = console or Console()

@@ -66,3 +66,12 @@ def test_a_suite_that_could_not_run_exits_2_even_when_probes_match(tmp_path):
     gate(_run(_row("P-001")), path, update=True)
     result = gate(_run(_row("P-001"), failures=(SuiteFailure("trace", "no probes"),)), path)
     assert result.exit_code == 2 and result.lines[0] == "suite trace could not run: no probes"
+
+
+def test_markdown_report_rows_and_cost_line():
+    from flows.report import markdown_report
+
+    text = markdown_report(_run(_row("P-001", spawned=2, cached=3), failures=(SuiteFailure("trace", "a|b"),)))
+    assert "| notes | P-001 | 5 | 2 | 3 | passed |" in text.splitlines()
+    assert "| trace | - | ? | 0 | 0 | could not run: a/b |" in text.splitlines()
+    assert text.splitlines()[-1] == "2 legs run and 3 answered from cache, 2.5 s spent in legs"
