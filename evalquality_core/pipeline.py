@@ -47,6 +47,29 @@ def invoke_port(port: ProbePortLike, request_wire: Any) -> Any:
     return read_probe_observation(as_wire(answer), "ProbeObservation", code="port-contract-violation")
 
 
+def read_preflight_inputs(contract: Any, probes: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """Parse the contract, then the probes (§2.6 step 1); models pass through unchanged.
+
+    The probe stamps are compared before any probe is parsed (§1.1), so a probe at another version
+    is refused as ``schema-version-mismatch`` at ``Probe[probeId=<id>].schemaVersion``.
+    """
+    from pydantic import BaseModel
+
+    from evalquality_core.artifacts.base import read_artifact
+    from evalquality_core.artifacts.contract import EvalContract
+    from evalquality_core.artifacts.probe import Probe
+    from evalquality_core.preflight.plan import check_probe_stamps
+
+    if not isinstance(contract, BaseModel):
+        contract = read_artifact(EvalContract, contract, "EvalContract")
+    check_probe_stamps([probe for probe in probes if not isinstance(probe, BaseModel)])
+    parsed = [
+        probe if isinstance(probe, BaseModel) else read_artifact(Probe, probe, f"Probe[{index}]")
+        for index, probe in enumerate(probes)
+    ]
+    return contract, parsed
+
+
 def _emit(sink: Sink | None, run_id: str, message: str) -> None:
     if sink is not None:
         sink(run_id, "preflight", message)
@@ -60,6 +83,7 @@ def run_preflight(
     A ``RuntimeFault`` from any leg propagates at once: a failed probe is a fault, a failed pre-flight
     is a verdict.
     """
+    contract, probes = read_preflight_inputs(contract, probes)
     plan = plan_preflight(contract, probes, run_id)
     observations = []
     for leg in plan.legs:
@@ -73,6 +97,7 @@ def preflight_from_observations(
     contract: Any, probes: Sequence[Any], run_id: str, observations: Sequence[Any], *, sink: Sink | None = None
 ) -> Any:
     """Pre-flight over observations gathered elsewhere (§2.6): plan, match answers by probe id, reduce."""
+    contract, probes = read_preflight_inputs(contract, probes)
     parsed = [
         read_probe_observation(as_wire(observation), f"ProbeObservation[{index}]")
         for index, observation in enumerate(observations)

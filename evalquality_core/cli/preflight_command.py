@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.base import to_wire
 from evalquality_core.cli.exit_codes import Outcome, exit_code_of
 from evalquality_core.cli.io import (
     UsageError,
@@ -35,35 +35,6 @@ def _as_list(value: Any, flag: str, schema_name: str) -> list[Any]:
     raise RuntimeFault("schema-parse-failure", schema_name, f"--{flag} is neither an array nor an object")
 
 
-def _read_contract(value: Any) -> Any:
-    from evalquality_core.artifacts.contract import EvalContract
-
-    return read_artifact(EvalContract, value, "EvalContract")
-
-
-def _check_probe_stamps(probes: list[Any]) -> None:
-    """The probe stamp is compared before the probe is parsed (§1.1), so a wrong version names itself."""
-    from evalquality_core.preflight.plan import PROBE_SCHEMA_VERSION
-
-    for probe in probes:
-        stamp = probe.get("schemaVersion") if isinstance(probe, dict) else None
-        if stamp != PROBE_SCHEMA_VERSION or isinstance(stamp, bool):
-            probe_id = probe.get("probeId") if isinstance(probe, dict) else None
-            where = f"Probe[probeId={probe_id}]" if isinstance(probe_id, str) else "Probe"
-            raise RuntimeFault(
-                "schema-version-mismatch",
-                f"{where}.schemaVersion",
-                f"schemaVersion {stamp!r} is not the probe version pre-flight reads ({PROBE_SCHEMA_VERSION})",
-            )
-
-
-def _read_probes(values: list[Any]) -> list[Any]:
-    from evalquality_core.artifacts.probe import Probe
-
-    _check_probe_stamps(values)
-    return [read_artifact(Probe, value, f"Probe[{index}]") for index, value in enumerate(values)]
-
-
 @cli.command("preflight")
 @click.option("--contract", "contract", required=True, help="Compiled eval contract (JSON).")
 @click.option("--probes", "probes", required=True, help="JSON array of probes (an object is one probe).")
@@ -81,14 +52,14 @@ def preflight_command(
     check_single_stdin(inputs)
     target = out_path(out, "preflight-verdict")
     check_out_not_input(target, inputs)
-    contract_model = _read_contract(read_json("contract", contract, "EvalContract"))
-    probe_models = _read_probes(_as_list(read_json("probes", probes, "Probe"), "probes", "Probe"))
+    contract_value = read_json("contract", contract, "EvalContract")
+    probe_values = _as_list(read_json("probes", probes, "Probe"), "probes", "Probe")
     observation_values = _as_list(read_json("observations", observations, "ProbeObservation"), "observations", "ProbeObservation")
 
     def sink(sink_run_id: str, stage: str, message: str) -> None:
         click.echo(f"eval-quality: {stage}: {sink_run_id}: {message}", err=True)
 
-    verdict = preflight_from_observations(contract_model, probe_models, run_id, observation_values, sink=sink)
+    verdict = preflight_from_observations(contract_value, probe_values, run_id, observation_values, sink=sink)
     wire = to_wire(verdict) if hasattr(verdict, "model_dump") else verdict
     write_artifact(wire, target)
     code = exit_code_of(Outcome(kind="preflight", passed=bool(wire["passed"])), strict=strict)

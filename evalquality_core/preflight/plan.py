@@ -91,8 +91,8 @@ def _operation_path(interface_id: str, operation_id: str) -> str:
     return f"EvalContract.permittedInterfaces[logicalId={interface_id}].operations[operationId={operation_id}]"
 
 
-def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> None:
-    """§1.1: every probe's stamp, then the contract's, before anything is planned."""
+def check_probe_stamps(probes: Sequence[Any]) -> None:
+    """§1.1: every probe's ``schemaVersion`` must be the one pre-flight reads, checked before parsing."""
     for probe in probes:
         stamp = probe.get("schemaVersion") if isinstance(probe, Mapping) else None
         if stamp != PROBE_SCHEMA_VERSION or isinstance(stamp, bool):
@@ -103,6 +103,11 @@ def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any
                 f"{where}.schemaVersion",
                 f"schemaVersion {stamp!r} is not the probe version pre-flight reads ({PROBE_SCHEMA_VERSION})",
             )
+
+
+def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> None:
+    """§1.1: every probe's stamp, then the contract's, before anything is planned."""
+    check_probe_stamps(probes)
     stamp = contract.get("schemaVersion")
     if stamp not in CONTRACT_SCHEMA_VERSIONS or isinstance(stamp, bool):
         accepted = ", ".join(str(v) for v in CONTRACT_SCHEMA_VERSIONS)

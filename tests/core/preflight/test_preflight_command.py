@@ -61,3 +61,19 @@ def test_duplicate_echo_is_a_fault(conformance, tmp_path, capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
         "eval-quality: port-contract-violation: PreflightVerdict: two observations echoed"
     )
+
+
+def test_probe_at_another_version_is_refused_before_parsing(conformance, tmp_path, capsys):
+    probe = load(conformance, "skill-defect/probe.json")
+    probe["schemaVersion"] = 6
+    probe["unknownKey"] = True  # would fail parsing; the stamp is compared first
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(probe))
+    observations = conformance / "chains" / "skill-defect" / "reconstructed-inputs" / "preflight-observations.json"
+    args = _args(conformance, str(observations), str(tmp_path / "out.json"))
+    args[args.index("--probes") + 1] = str(path)
+    assert main(args) == 5
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "eval-quality: schema-version-mismatch: Probe[probeId=P-001].schemaVersion:"
+    )
+    assert not (tmp_path / "out.json").exists()
