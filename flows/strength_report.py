@@ -318,9 +318,12 @@ def _contract_section(name: str, doc: SuiteStrength) -> str:
         rows.append(f"<tr>{''.join(cells)}</tr>")
     head = "".join(f"<th>{html.escape(k)}</th>" for k in next(iter(contract_table_rows(doc)), {}))
     gaps = ", ".join(doc.unsatisfied_coverage_rules) or "none"
+    aggregate = (
+        f"<br>aggregate-strength refused: {html.escape(doc.aggregate_refusal)}" if doc.aggregate_refusal else ""
+    )
     return (
         f'<div class="card"><h3>{html.escape(name)} &mdash; {html.escape(doc.contract_id)}</h3>'
-        f"<p>{vector}<br>Unsatisfied coverage rules: {html.escape(gaps)}</p>"
+        f"<p>{vector}<br>Unsatisfied coverage rules: {html.escape(gaps)}{aggregate}</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
