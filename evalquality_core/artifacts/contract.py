@@ -127,21 +127,21 @@ TOOL_CALL_MARKER = "toolName"
 
 
 class JsonPayload(ArtifactModel):
-    """``{"kind": "json", "value": …}``: a JSON payload."""
+    """``{"kind": "json", "value": …}``: a JSON payload (a body, stdin, stream or artifact that is a JSON value)."""
 
     kind: Literal["json"]
     value: JsonValue
 
 
 class TextPayload(ArtifactModel):
-    """``{"kind": "text", "value": str}``: a text payload (stdin, streams, artifacts)."""
+    """``{"kind": "text", "value": str}``: a text payload that is not JSON (stdin, streams, artifacts; the empty string is text)."""
 
     kind: Literal["text"]
     value: str
 
 
 class AbsentPayload(ArtifactModel):
-    """``{"kind": "absent"}``: nothing sent or nothing produced."""
+    """``{"kind": "absent"}``: nothing sent or nothing produced (stdin not given, an artifact never written)."""
 
     kind: Literal["absent"]
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from evalquality_core.artifacts.base import ArtifactModel, JsonValue, NonEmptyStr, Slug
+from evalquality_core.artifacts.contract import AbsentPayload, JsonPayload, TaggedPayload, TextPayload
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.canonical.json import check_value_domain
 from evalquality_core.faults import RuntimeFault
@@ -60,30 +61,11 @@ KeyName = NonEmptyStr
 SignedInt = Annotated[int, Field(ge=-(2**53 - 1), le=2**53 - 1)]
 
 
-class JsonPayload(ArtifactModel):
-    """``{kind:"json", value}``: a stream, artifact, body or stdin that is a JSON value."""
-
-    kind: Literal["json"]
-    value: JsonValue
-
-
-class TextPayload(ArtifactModel):
-    """``{kind:"text", value}``: text that is not JSON (the empty string is text)."""
-
-    kind: Literal["text"]
-    value: str
-
-
-class AbsentPayload(ArtifactModel):
-    """``{kind:"absent"}``: nothing there (an artifact never written, stdin not given)."""
-
-    kind: Literal["absent"]
-
-
-#: ``Observed`` of §3.2 (stdout, stderr, artifacts, api body, mcp result).
-Observed = Annotated[JsonPayload | TextPayload | AbsentPayload, Field(discriminator="kind")]
+#: ``Observed`` of §3.2 (stdout, stderr, artifacts, api body, mcp result): the contract's three tagged
+#: payloads (one set of models, so a payload read from a record and one read from the port are alike).
+Observed = TaggedPayload
 #: A command's stdin (§3.1): the same three tags.
-Stdin = Annotated[JsonPayload | TextPayload | AbsentPayload, Field(discriminator="kind")]
+Stdin = TaggedPayload
 
 
 class RawBody(ArtifactModel):
