@@ -60,15 +60,8 @@ def json_stringify(value: Any) -> str:
 def js_string_of(value: Any) -> str:
     """The string form of one value: a string as-is, a number or boolean as ``String()`` writes it,
     null and objects/arrays as ``JSON.stringify`` writes them."""
-    if isinstance(value, str):
-        return value
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        return _number_text(value)
-    return json_stringify(value)
+    # String() and JSON.stringify agree on everything but a string, which String() leaves unquoted.
+    return value if isinstance(value, str) else json_stringify(value)
 
 
 def option_tokens(option: Mapping[str, Any]) -> list[str]:
