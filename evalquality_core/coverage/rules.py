@@ -298,21 +298,38 @@ def _per_record_relevance(ctx: CoverageContext) -> bool:
     return _no_operations(ctx) or any(o.descriptor.get("collectionLocations") != [] for o in ctx.operations)
 
 
-def _per_record_satisfaction(ctx: CoverageContext) -> bool:
+def _every_collection_location(
+    ctx: CoverageContext,
+    witnessed: Callable[[CheckNode, Mapping[str, Any], str], bool],
+    applies: Callable[[Mapping[str, Any]], bool] = lambda _location: True,
+) -> bool:
+    """Whether every declared collection location that ``applies`` has some oracle node for which
+    ``witnessed(node, location, body pointer of the location under a step using its operation)`` holds.
+
+    Shared by per-record and omission: no operations, or an operation whose collection locations are
+    undeclared (null), never satisfies.
+    """
     if _no_operations(ctx):
         return False
     if any(o.descriptor.get("collectionLocations") is None for o in ctx.operations):
         return False
-    for op in ctx.operations:
-        for location in op.descriptor["collectionLocations"]:
-            if not any(
-                node.op in ("for-all", "for-any") and node.collection_pointer == ctx.body(step, op, location["pointer"])
-                for step in ctx.steps_using(op)
-                for oracle in ctx.oracles
-                for node in oracle.nodes
-            ):
-                return False
-    return True
+    return all(
+        any(
+            witnessed(node, location, ctx.body(step, op, location["pointer"]))
+            for step in ctx.steps_using(op)
+            for oracle in ctx.oracles
+            for node in oracle.nodes
+        )
+        for op in ctx.operations
+        for location in op.descriptor["collectionLocations"]
+        if applies(location)
+    )
+
+
+def _per_record_satisfaction(ctx: CoverageContext) -> bool:
+    return _every_collection_location(
+        ctx, lambda node, _location, at: node.op in ("for-all", "for-any") and node.collection_pointer == at
+    )
 
 
 def _sibling_relevance(ctx: CoverageContext) -> bool:
@@ -385,24 +402,12 @@ def _reconciles(node: CheckNode, mode: str, reference_set: str, pointer: str) ->
 
 
 def _omission_satisfaction(ctx: CoverageContext) -> bool:
-    if _no_operations(ctx):
-        return False
-    if any(o.descriptor.get("collectionLocations") is None for o in ctx.operations):
-        return False
-    for op in ctx.operations:
-        for location in op.descriptor["collectionLocations"]:
-            rs = location.get("referenceSet")
-            if rs is None:
-                continue
-            mode = location["expectedCardinality"]["mode"]
-            if not any(
-                _reconciles(node, mode, rs, ctx.body(step, op, location["pointer"]))
-                for step in ctx.steps_using(op)
-                for oracle in ctx.oracles
-                for node in oracle.nodes
-            ):
-                return False
-    return True
+    # Only a location naming a reference set has anything to reconcile against.
+    return _every_collection_location(
+        ctx,
+        lambda node, location, at: _reconciles(node, location["expectedCardinality"]["mode"], location["referenceSet"], at),
+        applies=lambda location: location.get("referenceSet") is not None,
+    )
 
 
 def _state_change_relevance(ctx: CoverageContext) -> bool:
