@@ -316,66 +316,23 @@ def contract_strength(
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
     rows = {(row.suite, row.probe_id): row for row in pre.probes}
 
-    briefs: dict[str, Any] = {}
+    prepared: dict[str, _PreparedSuite] = {}
     submitted: dict[tuple[str, str], Any] = {}
     trial_counts: dict[tuple[str, str], int] = {}
     probe_problems: dict[tuple[str, str], str] = {}
-    corpus_digests: dict[str, str] = {}
-    policies: dict[str, Any] = {}
     for suite in suites:
         try:
-            contract = compile_task(suite.contract)
-            briefs[suite.name] = seal_task(contract)
-            policies[suite.name] = policy_of(suite, suites_root)
-            corpus_digests[suite.name] = corpus_digest_of(suite.directory)
+            prepared[suite.name] = _prepare_suite(suite, suites_root)
+            submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems))
         except (EvalQualityFault, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
-            continue
-        for probe in suite.probes:
-            key = (suite.name, probe["probeId"])
-            row = rows.get(key)
-            if row is None or row.verdict_file is None:
-                probe_problems[key] = "pre-flight produced no verdict" + (f" ({row.outcome})" if row else "")
-                continue
-            try:
-                verdict = _read(PreflightVerdict, Path(row.verdict_file))
-                trials = load_trials(suite.directory / "trials" / probe["probeId"])
-            except (EvalQualityFault, ValueError, OSError) as problem:
-                problems[suite.name] = f"{probe['probeId']}: {problem}"
-                continue
-            trial_counts[key] = len(trials.records)
-            submitted[key] = score_task.submit(
-                suite.name,
-                probe["probeId"],
-                contract,
-                probe,
-                trials.records,
-                policies[suite.name],
-                verdict,
-                corpus_digests[suite.name],
-                trials.isolation_manifest,
-                trials.evaluator_configuration,
-            )
+    scores, scores_cached = _collect_scores(submitted, probe_problems)
 
-    scores: dict[tuple[str, str], ProbeScore] = {}
-    scores_cached = 0
-    for key, future in submitted.items():
-        try:
-            scores[key] = future.result()
-        except (EvalQualityFault, ValueError) as problem:
-            probe_problems[key] = f"score raised {type(problem).__name__}: {problem}"
-            continue
-        scores_cached += future.state.name == "Cached"
-
-    documents: dict[str, SuiteStrength] = {}
-    for suite in suites:
-        if suite.name in problems:
-            continue
-        documents[suite.name] = _suite_document(
-            suite, out, briefs[suite.name], policies[suite.name], corpus_digests[suite.name],
-            rows, scores, trial_counts, probe_problems,
-        )
-
+    documents = {
+        suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems)
+        for suite in suites
+        if suite.name not in problems
+    }
     gate = _gate(out, documents, problems, baseline_path, update_baseline_file)
     counts = RunCounts(
         legs_spawned=pre.spawned,
@@ -399,6 +356,76 @@ def contract_strength(
     return run
 
 
+@dataclass(frozen=True)
+class _PreparedSuite:
+    """A suite's compiled contract, sealed brief, scoring policy and corpus digest."""
+
+    contract: Any
+    brief: Any
+    policy: Any
+    corpus_digest: str
+
+
+def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
+    """Compile and seal the contract (cached tasks), find the policy, digest the evaluation corpus."""
+    contract = compile_task(suite.contract)
+    return _PreparedSuite(
+        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory)
+    )
+
+
+def _submit_scores(
+    suite: Suite,
+    prepared: _PreparedSuite,
+    rows: Mapping[tuple[str, str], ProbePreflight],
+    trial_counts: dict[tuple[str, str], int],
+    probe_problems: dict[tuple[str, str], str],
+) -> dict[tuple[str, str], Any]:
+    """Submit one ``score`` task per probe that has a pre-flight verdict; a probe without one is noted.
+
+    Unreadable stored trials raise: the suite's corpus is broken, so the suite could not run.
+    """
+    submitted: dict[tuple[str, str], Any] = {}
+    for probe in suite.probes:
+        key = (suite.name, probe["probeId"])
+        row = rows.get(key)
+        if row is None or row.verdict_file is None:
+            probe_problems[key] = "pre-flight produced no verdict" + (f" ({row.outcome})" if row else "")
+            continue
+        verdict = _read(PreflightVerdict, Path(row.verdict_file))
+        trials = load_trials(suite.directory / "trials" / probe["probeId"])
+        trial_counts[key] = len(trials.records)
+        submitted[key] = score_task.submit(
+            suite.name,
+            probe["probeId"],
+            prepared.contract,
+            probe,
+            trials.records,
+            prepared.policy,
+            verdict,
+            prepared.corpus_digest,
+            trials.isolation_manifest,
+            trials.evaluator_configuration,
+        )
+    return submitted
+
+
+def _collect_scores(
+    submitted: Mapping[tuple[str, str], Any], probe_problems: dict[tuple[str, str], str]
+) -> tuple[dict[tuple[str, str], ProbeScore], int]:
+    """Wait for every score task; return the scores and how many were answered from Prefect's cache."""
+    scores: dict[tuple[str, str], ProbeScore] = {}
+    cached = 0
+    for key, future in submitted.items():
+        try:
+            scores[key] = future.result()
+        except (EvalQualityFault, ValueError) as problem:
+            probe_problems[key] = f"score raised {type(problem).__name__}: {problem}"
+            continue
+        cached += future.state.name == "Cached"  # a cache hit is a Completed state named "Cached"
+    return scores, cached
+
+
 def default_baseline(suites_root: Path) -> Path:
     """``$EVALQUALITY_STRENGTH_BASELINE``, else ``expected-strength.json`` beside the suites folder."""
     configured = os.environ.get("EVALQUALITY_STRENGTH_BASELINE")
@@ -408,9 +435,7 @@ def default_baseline(suites_root: Path) -> Path:
 def _suite_document(
     suite: Suite,
     out: Path,
-    brief: Any,
-    policy: Any,
-    corpus_digest: str,
+    prepared: _PreparedSuite,
     rows: Mapping[tuple[str, str], ProbePreflight],
     scores: Mapping[tuple[str, str], ProbeScore],
     trial_counts: Mapping[tuple[str, str], int],
@@ -418,7 +443,8 @@ def _suite_document(
 ) -> SuiteStrength:
     """Write the suite's brief, evidence and aggregate; return its contract-strength document (written too)."""
     folder = out / suite.name
-    brief_wire = to_wire(brief)
+    policy, corpus_digest = prepared.policy, prepared.corpus_digest
+    brief_wire = to_wire(prepared.brief)
     _write(folder / BRIEF_FILE, brief_wire)
     own: dict[str, ProbeScore | None] = {}
     probes: dict[str, ProbeStrength] = {}
