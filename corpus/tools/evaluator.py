@@ -428,9 +428,12 @@ def project_path(path: Path, root: Path = PROJECT_ROOT) -> str:
         raise EvaluatorError(f"{path}: lies outside {root}, and stored references are paths relative to it") from None
 
 
-def _public_reference(path: Path, root: Path) -> dict[str, Any]:
-    """A public reference: the path relative to ``root`` (the corpus root a scorer is given) and the raw-bytes digest."""
-    return {"storage": "public", "path": project_path(path, root), "privateRef": None, "digest": digest_bytes(path.read_bytes())}
+def public_reference(path: Path, data: bytes | None = None, root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """A public ArtifactReference: the path relative to ``root`` (the corpus root a scorer is given) and
+    the digest of ``data``, the file's bytes (read from ``path`` when not given: a file not yet written
+    is referenced by the bytes it will hold)."""
+    raw = path.read_bytes() if data is None else data
+    return {"storage": "public", "path": project_path(path, root), "privateRef": None, "digest": digest_bytes(raw)}
 
 
 def seal_brief_digest(contract: Mapping[str, Any]) -> str:
@@ -535,8 +538,8 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
         "findings": judgement.findings,
         "observations": observations,
         "judgeResults": [],
-        "actionsArtifact": _public_reference(actions, reference_root),
-        "isolationManifestArtifact": _public_reference(trial_dir / "isolation-manifest.json", reference_root),
+        "actionsArtifact": public_reference(actions, root=reference_root),
+        "isolationManifestArtifact": public_reference(trial_dir / "isolation-manifest.json", root=reference_root),
         "resourceUse": resource_use,
         "evidenceDisclosure": {"truncationBound": None, "reportedIncomplete": False},
     }

@@ -48,6 +48,7 @@ from corpus.tools.evaluator import (
     positive_int,
     problem_line,
     project_path,
+    public_reference,
     run_staged,
 )
 from corpus.tools.staging import (
@@ -83,15 +84,6 @@ class Output:
 def pretty(value: Any) -> bytes:
     """The corpus's stored-JSON form: sorted keys, one-space indent, trailing newline (stable bytes)."""
     return (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _ref(path: Path, data: bytes) -> dict[str, Any]:
-    return {
-        "storage": "public",
-        "path": project_path(path),
-        "privateRef": None,
-        "digest": digest_bytes(data),
-    }
 
 
 def designated_oracle(contract: Mapping[str, Any], probe: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,7 +240,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         _expect(not failing, f"clean control {probe_id}: oracles {', '.join(failing)} do not hold on the clean system")
         data = pretty(baseline)
         out.files[evidence_dir / "baseline.json"] = data
-        qualification["baselinePassEvidence"] = _ref(evidence_dir / "baseline.json", data)
+        qualification["baselinePassEvidence"] = public_reference(evidence_dir / "baseline.json", data)
         qualification["revisionCommitDigest"] = commit_digest
         probe["artifactDigest"] = implementation_digest
         out.notes.append(f"{suite.name} {probe_id}: clean control, every oracle holds")
@@ -274,22 +266,22 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         out.files[evidence_dir / "baseline.json"] = base_data
         out.files[evidence_dir / f"{arm}.json"] = failed_data
         target = suite.root / mutation.target
-        mutation_ref = _ref(mutation.source_path, mutation.source_path.read_bytes())
+        mutation_ref = public_reference(mutation.source_path)
         probe["artifactDigest"] = digest_bytes(mutated_bytes)
         if probe["probeClass"] == "gameability":
             _expect(mutation.naive_check is not None, f"gameability probe {probe_id}: its mutation states no naiveCheck")
             _expect(failed["naiveCheckResolution"] == "true",
                     f"{probe_id}: the naive check resolves {failed['naiveCheckResolution']} on the degenerate response, not true")
-            qualification["naiveOracleSatisfiedEvidence"] = _ref(evidence_dir / f"{arm}.json", failed_data)
-            qualification["disciplinedOracleRejectedEvidence"] = _ref(evidence_dir / f"{arm}.json", failed_data)
+            qualification["naiveOracleSatisfiedEvidence"] = public_reference(evidence_dir / f"{arm}.json", failed_data)
+            qualification["disciplinedOracleRejectedEvidence"] = public_reference(evidence_dir / f"{arm}.json", failed_data)
         else:
             _expect(all(d["source"] == "controlled-mutation" for d in probe["defects"]),
                     f"{probe_id}: every defect of a controlled mutation must have source controlled-mutation")
             qualification["mutationSource"] = mutation_ref["path"]
             qualification["mutationOperator"] = mutation.operator
-            qualification["targetArtifact"] = _ref(target, target.read_bytes())
-            qualification["baselinePassEvidence"] = _ref(evidence_dir / "baseline.json", base_data)
-            qualification["mutatedFailEvidence"] = _ref(evidence_dir / f"{arm}.json", failed_data)
+            qualification["targetArtifact"] = public_reference(target)
+            qualification["baselinePassEvidence"] = public_reference(evidence_dir / "baseline.json", base_data)
+            qualification["mutatedFailEvidence"] = public_reference(evidence_dir / f"{arm}.json", failed_data)
             # Earned: mutation_cycle raised unless clean → mutate → mutated → restore → clean all held.
             qualification["rollbackVerified"] = True
             probe["defects"] = [dict(d, oracleEvidence=[mutation_ref]) for d in probe["defects"]]
