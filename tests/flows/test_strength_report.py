@@ -63,8 +63,10 @@ def _install_chromium() -> str:
         if _find_chromium():
             return ""
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for argv in (["apt-get", "update", "-q"],
-                     ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
+        # Wait for another apt (unattended upgrades, a parallel session) rather than fail on its lock.
+        wait = ["-o", "DPkg::Lock::Timeout=600"]
+        for argv in (["apt-get", *wait, "update", "-q"],
+                     ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends", "chromium"]):
             done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1200, check=False)
             if done.returncode != 0:
                 return f"installing chromium failed: {' '.join(argv)}: {done.stderr.strip()[-300:]}"
