@@ -36,6 +36,7 @@ class Absent:
     _instance: Absent | None = None
 
     def __new__(cls) -> Absent:
+        """The one ABSENT: every construction returns the same instance, so ``is ABSENT`` holds."""
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
