@@ -309,9 +309,9 @@ def _contract_section(name: str, doc: SuiteStrength) -> str:
         for key, value in row.items():
             if key == "verdict":
                 cells.append(f'<td class="v-{html.escape(value)}">{html.escape(value)}</td>')
-            elif key == "basis":
-                # One basis sentence per line: the ladder's reasons read as a list, not a run-on.
-                lines = doc.probes[row["probe"]].basis or ["-"]
+            elif key in ("basis", "qualification"):
+                # One sentence or code per line: the ladder's reasons read as a list, not a run-on.
+                lines = value.split("; ") if key == "basis" else value.split(", ")
                 cells.append("<td>" + "<br>".join(html.escape(line) for line in lines) + "</td>")
             else:
                 cells.append(f"<td>{html.escape(value)}</td>")
