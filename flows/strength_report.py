@@ -311,7 +311,8 @@ def _contract_section(name: str, doc: SuiteStrength) -> str:
                 cells.append(f'<td class="v-{html.escape(value)}">{html.escape(value)}</td>')
             elif key in ("basis", "qualification"):
                 # One sentence or code per line: the ladder's reasons read as a list, not a run-on.
-                lines = value.split("; ") if key == "basis" else value.split(", ")
+                probe = doc.probes[row["probe"]]
+                lines = (probe.basis if key == "basis" else sorted(set(probe.qualification or []))) or ["-"]
                 cells.append("<td>" + "<br>".join(html.escape(line) for line in lines) + "</td>")
             else:
                 cells.append(f"<td>{html.escape(value)}</td>")
