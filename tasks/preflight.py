@@ -17,11 +17,13 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
+from prefect.states import Failed
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.evaluate.pointers import as_wire
-from evalquality_core.faults import RuntimeFault
+from evalquality_core.faults import EvalQualityFault, RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.policy import CommandTargetPolicy
@@ -121,10 +123,18 @@ def _spawn(job: LegJob) -> dict[str, Any]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer:
-    """Answer one leg from the leg cache or by one live spawn; a fault (timeout, denial) raises and is not cached."""
+def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer | State:
+    """Answer one leg from the leg cache or by one live spawn.
+
+    A fault (timeout, denial, a cache miss under ``--from-cache``) is never cached; the task run ends
+    ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
+    environment, not a bug), and ``result()`` re-raises the fault itself.
+    """
     cache = open_leg_cache(Path(job.cache_dir), job.cache_mode, job.invocation)
-    return cache.answer(job.key, job.request, lambda: _spawn(job))
+    try:
+        return cache.answer(job.key, job.request, lambda: _spawn(job))
+    except EvalQualityFault as fault:
+        return Failed(message=f"{fault.code}: {fault.artifact_path}: {fault.detail}", data=fault)
 
 
 @task(name="reduce-preflight", **stage_cache("plan", "observations"))

@@ -72,9 +72,11 @@ def test_seeded_fault_leg_runs_against_the_mutation(conformance, tmp_path):
 def test_a_timed_out_leg_is_not_cached_and_runs_again(conformance, tmp_path):
     suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites", delay_s=5, max_elapsed_ms=700)
     job = _jobs(suite_dir, tmp_path, "inv-3")["witness-backend"]
-    with pytest.raises(RuntimeFault) as caught:
-        spawn_leg.fn("skill", "P-001", "witness-backend", job)
-    assert caught.value.code == "budget-exhausted"
+    failed = spawn_leg.fn("skill", "P-001", "witness-backend", job)  # a fault ends the task run Failed
+    assert failed.is_failed() and isinstance(failed.data, RuntimeFault)
+    assert failed.data.code == "budget-exhausted"
+    with pytest.raises(RuntimeFault):
+        failed.result()
     set_delay(marker, 0)
     retry = _jobs(suite_dir, tmp_path, "inv-4")["witness-backend"]  # the next run
     assert retry.key == job.key
