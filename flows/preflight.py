@@ -64,6 +64,7 @@ class _Planned:
 
     @property
     def probe_id(self) -> str:
+        """The probe's id."""
         return str(self.probe["probeId"])
 
 
@@ -201,6 +202,7 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
     planned = None if item.plan is None else len(item.plan.legs)
 
     def row(outcome: str, path: Path | None = None) -> ProbePreflight:
+        """This probe's row with the given outcome (and verdict file)."""
         return ProbePreflight(
             item.suite.name, item.probe_id, planned, spawned, len(answers) - spawned, seconds, outcome,
             None if path is None else str(path),

@@ -57,6 +57,7 @@ def preflight_command(
     observation_values = _as_list(read_json("observations", observations, "ProbeObservation"), "observations", "ProbeObservation")
 
     def sink(sink_run_id: str, stage: str, message: str) -> None:
+        """One progress line on stderr (§2.6 sink)."""
         click.echo(f"eval-quality: {stage}: {sink_run_id}: {message}", err=True)
 
     verdict = preflight_from_observations(contract_value, probe_values, run_id, observation_values, sink=sink)

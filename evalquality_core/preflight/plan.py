@@ -203,6 +203,7 @@ class _IdMinter:
         self._taken = taken
 
     def mint(self, base: str) -> str:
+        """``base`` if free, else the first free ``base-2``, ``base-3``, …; the result is taken."""
         candidate, n = base, 1
         while candidate in self._taken:
             n += 1
@@ -302,6 +303,7 @@ def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> Preflig
         inputs: Mapping[str, Any],
         artifact_path: str,
     ) -> PlannedLeg:
+        """Register a leg (its request built by ``request_of``) in port-call order."""
         leg = PlannedLeg(
             leg_id=leg_id,
             purpose=purpose,
