@@ -14,6 +14,7 @@ group before re-raising (prefect.md §4: hooks run too late, only the flow body 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
@@ -75,7 +76,7 @@ def _fault_outcome(fault: EvalQualityFault) -> str:
 def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Path:
     path = out_dir / suite / f"preflight-{probe_id}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_bytes(serialize_artifact(as_wire(verdict)))
     tmp.replace(path)  # atomic: a reader never sees half a verdict
     return path
@@ -208,11 +209,14 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
             None if path is None else str(path),
         )
 
+    stale = out / item.suite.name / f"preflight-{item.probe_id}.json"
     if collected.fault is not None:
+        stale.unlink(missing_ok=True)  # no verdict this run: never leave an earlier one looking current
         return row(_fault_outcome(collected.fault))
     try:
         verdict = collected.reduction.result()
     except EvalQualityFault as raised:
+        stale.unlink(missing_ok=True)
         return row(_fault_outcome(raised))
     return row(outcome_of(as_wire(verdict)), _write_verdict(out, item.suite.name, item.probe_id, verdict))
 
