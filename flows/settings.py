@@ -43,6 +43,9 @@ def configure_environment() -> None:
         # it then logs a cancelled flush as an ERROR with a traceback. Nothing is lost that a run
         # reads back (our verdicts and cache are files), so keep that shutdown chatter off the console.
         os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+        # The cancelled flush also surfaces through SQLAlchemy's pool logger, which is not under
+        # ``prefect.server`` and inherits the root level: raise that level too (embedded mode only).
+        os.environ.setdefault("PREFECT_LOGGING_ROOT_LEVEL", "CRITICAL")
 
 
 configure_environment()
