@@ -17,6 +17,7 @@ import click
 
 from evalquality_core.adapters.command_line import CommandLineAdapter, kill_all_live_groups
 from evalquality_core.artifacts.port_messages import observation_to_wire, read_probe_request
+from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
     check_out_not_input,
@@ -41,7 +42,7 @@ def _substitutions(pairs: tuple[str, ...]) -> dict[str, str]:
     return values
 
 
-@cli.command(name="probe")
+@cli.command(name="probe", cls=FlagGrammarCommand)
 @click.option("--request", "request_path", required=True, help="The ProbeRequest JSON file, or - for stdin.")
 @click.option("--targets", "targets_path", required=True, help="The suite's targets.toml (the target registry).")
 @click.option("--workdir", default=None, help="Where a relative cwd of the registry resolves (default: here).")

@@ -30,6 +30,7 @@ from evalquality_core.artifacts.references import PrivateArtifactManifest
 from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.cli.exit_codes import Outcome, exit_code_of
+from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
     check_out_not_input,
@@ -84,7 +85,7 @@ def _check_inputs(named: Sequence[tuple[str, str | None]], target: Any) -> None:
 _MANY = {"multiple": True, "default": ()}
 
 
-@cli.command("score")
+@cli.command("score", cls=FlagGrammarCommand)
 @click.option("--record", "records", multiple=True, help="Sealed run record (repeat once per trial).")
 @click.option("--contract", **_MANY, help="Compiled eval contract.")
 @click.option("--probe", **_MANY, help="The probe scored.")
@@ -216,7 +217,7 @@ def score_command(
         raise click.exceptions.Exit(code)
 
 
-@cli.command("aggregate-strength")
+@cli.command("aggregate-strength", cls=FlagGrammarCommand)
 @click.option("--evidence", "evidence", multiple=True, help="Evidence artifact (repeat once per probe).")
 @click.option("--floors", **_MANY, help='Per-class floors, e.g. {"defect": 0.8}.')
 @click.option("--policy", **_MANY, help="The scoring policy the run was scored under.")

@@ -125,6 +125,8 @@ SCORE_ROWS = [
     Row("isolation manifest is a directory", lambda t: {"isolation-manifest": str(t)},
         64, ("usage:", "EISDIR")),
     Row("an unknown flag", lambda t: {"colour": "red"}, 64, ("usage:", "--colour")),
+    Row("a flag where --out's value belongs", lambda t: {"out": "--strict"},
+        64, ('usage: --out needs a value, but the next token is "--strict"', "--out=<value>")),
     Row("a required flag is missing", lambda t: {"policy": None}, 64, ("usage: score requires --policy",)),
     Row("two inputs read stdin", lambda t: {"contract": "-", "probe": "-"}, 64, ("usage:", "--contract", "--probe")),
     Row("--out is an input", lambda t: {"out": str(NOTES / "contract.json")}, 64, ("usage:", "--out", "--contract")),
@@ -176,6 +178,8 @@ AGGREGATE_ROWS = [
     Row("the same probe twice (refused)", lambda t: {"evidence": [str(t / "good.json"), str(t / "good.json")]},
         4, ("strength-inputs-disagree: EvidenceArtifact[1]:",)),
     Row("an unknown flag", lambda t: {"strict-inputs": "x"}, 64, ("usage:", "--strict-inputs")),
+    Row("a flag where --floors' value belongs", lambda t: {"floors": "--policy"},
+        64, ('usage: --floors needs a value, but the next token is "--policy"',)),
 ]
 
 
@@ -259,6 +263,8 @@ PROBE_ROWS = [
         5, ("schema-parse-failure:", "targets.toml", "UTF-8")),
     Row("targets.toml is missing", lambda t: {"targets": str(t / "none.toml")}, 64, ("usage:", "none.toml", "ENOENT")),
     Row("--set without a value", lambda t: {"set": "python"}, 64, ("usage:", "--set")),
+    Row("a flag where --request's value belongs", lambda t: {"request": "--targets"},
+        64, ('usage: --request needs a value, but the next token is "--targets"',)),
     Row("--workdir is not a directory", lambda t: {"workdir": str(t / "nowhere")}, 64, ("usage:", "--workdir")),
 ]
 
