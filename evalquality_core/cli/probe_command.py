@@ -52,6 +52,10 @@ def probe_command(
     request_path: str, targets_path: str, workdir: str | None, settings: tuple[str, ...], out: str | None
 ) -> None:
     """Run one ProbeRequest under the registry's policy and print its ProbeObservation."""
+    given = {"request": request_path, "targets": targets_path, "workdir": workdir, "out": out}
+    for flag, value in given.items():
+        if value == "":  # §7.2: an empty value is a usage error (not "here", not the current directory)
+            raise UsageError(f"--{flag} needs a non-empty value")
     inputs = {"request": request_path, "targets": targets_path}
     check_single_stdin(inputs)
     destination = out_path(out, "probe-observation")

@@ -266,6 +266,8 @@ PROBE_ROWS = [
     Row("a flag where --request's value belongs", lambda t: {"request": "--targets"},
         64, ('usage: --request needs a value, but the next token is "--targets"',)),
     Row("--workdir is not a directory", lambda t: {"workdir": str(t / "nowhere")}, 64, ("usage:", "--workdir")),
+    Row("an empty --out", lambda t: {"out": ""}, 64, ("usage: --out needs a non-empty value",)),
+    Row("an empty --workdir", lambda t: {"workdir": ""}, 64, ("usage: --workdir needs a non-empty value",)),
 ]
 
 
