@@ -592,7 +592,13 @@ def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequenc
         # regeneration puts them back, so nothing is lost. (They are regenerated in place because
         # the references they hold are paths to their own files.)
         previous = probe_dir.with_name(f".{probe_id}.previous")
-        shutil.rmtree(previous, ignore_errors=True)
+        discarded = probe_dir.with_name(f".{probe_id}.discarded")
+        shutil.rmtree(discarded, ignore_errors=True)
+        # ``previous`` exists only while new trials are being written, so one left by a killed run holds
+        # the last complete trials: put them back before starting.
+        if previous.exists():
+            shutil.rmtree(probe_dir, ignore_errors=True)
+            previous.rename(probe_dir)
         if probe_dir.exists():
             probe_dir.rename(previous)
         try:
@@ -606,7 +612,9 @@ def regenerate(suite_name: str, trials: int = DEFAULT_TRIALS, probe_ids: Sequenc
             if isinstance(problem, TOOL_PROBLEMS):
                 raise EvaluatorError(f"{suite.name} {probe_id}: {problem_line(problem)}") from problem
             raise
-        shutil.rmtree(previous, ignore_errors=True)
+        if previous.exists():
+            previous.rename(discarded)  # one atomic step ends "previous"; deleting it may then be cut short safely
+            shutil.rmtree(discarded, ignore_errors=True)
         return probe_dir
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
