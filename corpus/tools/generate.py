@@ -362,7 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path, data in out.files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_bytes() != data:
-            path.write_bytes(data)
+            # Probe files hold authored fields too: write beside and rename, so an interrupted run
+            # leaves each file whole (old or new), never cut short.
+            partial = path.with_name(f".{path.name}.partial")
+            partial.write_bytes(data)
+            os.replace(partial, path)
             print(f"wrote {project_path(path)}")
     for note in out.notes:
         print(note)
