@@ -53,7 +53,8 @@ def _load_commands() -> None:
         importlib.import_module(module)
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """Print one diagnostic line, ``eval-quality: <line>``, on stderr."""
     # One diagnostic is one line: a detail quoting author text (a pointer, a pattern) may hold a newline.
     line = line.replace("\r", "\\r").replace("\n", "\\n")
     click.echo(f"eval-quality: {line}", err=True)
@@ -66,30 +67,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = cli.main(args=args, prog_name="eval-quality", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
-        _say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
+        say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
         del exc
         return _finish(EXIT_USAGE, argv)
     except click.UsageError as exc:
-        _say(f"usage: {exc.format_message()}")
+        say(f"usage: {exc.format_message()}")
         return _finish(EXIT_USAGE, argv)
     except click.exceptions.Exit as exc:
         return _finish(exc.exit_code, argv)
     except click.exceptions.Abort:
-        _say("aborted")
+        say("aborted")
         return _finish(EXIT_RUNTIME_FAULT, argv)
     except StructuralFailure as exc:
-        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
         return _finish(EXIT_STRUCTURAL, argv)
     except AggregationRefusal as exc:
-        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
         return _finish(EXIT_STRUCTURAL, argv)
     except RuntimeFault as exc:
-        _say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
+        say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
         return _finish(EXIT_RUNTIME_FAULT, argv)
     except BrokenPipeError:
         return _finish(EXIT_RUNTIME_FAULT, argv)
     if not args:
-        _say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
+        say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
         return _finish(EXIT_USAGE, argv)
     return _finish(code if isinstance(code, int) else 0, argv)
 

@@ -38,15 +38,11 @@ from evalquality_core.cli.io import (
     read_json,
     write_artifact,
 )
-from evalquality_core.cli.main import cli
+from evalquality_core.cli.main import cli, say
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.pipeline import CorpusRootRequired, private_references, run_score
 from evalquality_core.registries import DIGEST_PATTERN, EXIT_INVALID
 from evalquality_core.score.score import DesignatedOracleError, designate_oracle
-
-
-def _say(line: str) -> None:
-    click.echo(f"eval-quality: {line}", err=True)
 
 
 def _one(flag: str, values: Sequence[str]) -> str | None:
@@ -198,10 +194,10 @@ def score_command(
     except CorpusRootRequired as exc:  # unreachable after the check above; kept as a usage error
         raise UsageError(str(exc)) from None
     for failure in run.qualification.failures:
-        _say(f"{failure.code}: {failure.artifact_path}: {failure.detail}")
+        say(f"{failure.code}: {failure.artifact_path}: {failure.detail}")
     if run.artifact is None:
         for reason in run.ladder.basis:
-            _say(f"invalid: {reason}")
+            say(f"invalid: {reason}")
         raise click.exceptions.Exit(EXIT_INVALID)
     write_artifact(to_wire(run.artifact), target)
     code = exit_code_of(

@@ -399,3 +399,18 @@ def test_corpus_tools_usage(tool: str, argv: list[str], names: tuple[str, ...]) 
     """A usage error of a corpus tool is one line (not argparse's usage block) and exit 2."""
     proc = run([*TOOLS[tool][:2], *argv], PROJECT_ROOT)
     assert_one_line(proc, 2, f"{tool}: ", names)
+
+
+def test_score_diagnostics_quoting_author_text_stay_one_line_each(tmp_path: Path) -> None:
+    """A probe whose signature pointer holds a newline: the qualification line quoting it is still one
+    line (the newline is written as ``\\n``), so every stderr line is a whole diagnostic."""
+    probe = json.loads((NOTES / "probes" / "P-001.json").read_text(encoding="utf-8"))
+    operand = probe["defectSignature"]["condition"]["predicate"]["operands"][0]
+    operand["pointer"] = operand["pointer"].replace("/note/", "/no\nte/")
+    given = {**score_inputs(), "probe": write(tmp_path / "probe.json", json.dumps(probe))}
+    proc = run(["-m", "evalquality_core", "score", *flags(given)], tmp_path)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 3, proc.stderr
+    assert all(line.startswith("eval-quality: ") for line in lines), proc.stderr
+    assert any('"/interactions/observed/stdout/no\\nte/title"' in line for line in lines), proc.stderr
