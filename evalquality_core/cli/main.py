@@ -25,7 +25,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _package_version() -> str:
+def package_version() -> str:
+    """The installed eval-quality version (``--version``, and the engine version artifacts record)."""
     try:
         return version("eval-quality")
     except PackageNotFoundError:
@@ -43,7 +44,7 @@ def _package_version() -> str:
         "5 runtime fault; 64 usage error."
     ),
 )
-@click.version_option(_package_version(), "-V", "--version", prog_name="eval-quality")
+@click.version_option(package_version(), "-V", "--version", prog_name="eval-quality")
 def cli() -> None:
     """The command group."""
 

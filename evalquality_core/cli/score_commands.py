@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import click
@@ -38,7 +37,7 @@ from evalquality_core.cli.io import (
     read_json,
     write_artifact,
 )
-from evalquality_core.cli.main import cli, say
+from evalquality_core.cli.main import cli, package_version, say
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.pipeline import CorpusRootRequired, private_references, run_score
 from evalquality_core.registries import DIGEST_PATTERN, EXIT_INVALID
@@ -60,13 +59,6 @@ def _require(command: str, given: dict[str, Any]) -> None:
     missing = [f"--{flag}" for flag, value in given.items() if not value]
     if missing:
         raise UsageError(f"{command} requires {', '.join(missing)}")
-
-
-def _engine_version() -> str:
-    try:
-        return version("eval-quality")
-    except PackageNotFoundError:
-        return "0.0.0+unknown"
 
 
 def _check_inputs(named: Sequence[tuple[str, str | None]], target: Any) -> None:
@@ -238,5 +230,5 @@ def aggregate_strength_command(
         read_artifact(EvidenceArtifact, read_json("evidence", path, "EvidenceArtifact"), f"EvidenceArtifact[{i}]")
         for i, path in enumerate(evidence)
     ]
-    aggregate = aggregate_strength(artifacts, floor_values, policy_model, engine_version=_engine_version())
+    aggregate = aggregate_strength(artifacts, floor_values, policy_model, engine_version=package_version())
     write_artifact(to_wire(aggregate), target)
