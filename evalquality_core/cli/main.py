@@ -7,8 +7,11 @@ stderr. Only a genuine bug in the package prints its stack trace (exit 5), as th
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
+import traceback
 from importlib.metadata import PackageNotFoundError, version
 
 import click
@@ -90,10 +93,27 @@ def main(argv: list[str] | None = None) -> int:
         return _finish(EXIT_RUNTIME_FAULT, argv)
     except BrokenPipeError:
         return _finish(EXIT_RUNTIME_FAULT, argv)
+    except OSError as exc:  # §7.3: any other error with an errno code exits 5, rendered (stdout full, EIO, …)
+        name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+        say(f"{name}: {exc.filename if exc.filename is not None else '-'}: {exc.strerror or exc}")
+        _quiet_stdout()
+        return _finish(EXIT_RUNTIME_FAULT, argv)
+    except Exception:  # §7.3: a bug in the package itself prints its stack trace and exits 5
+        traceback.print_exc()
+        return _finish(EXIT_RUNTIME_FAULT, argv)
     if not args:
         say(f"usage: no command given; expected one of {', '.join(sorted(cli.commands))}")
         return _finish(EXIT_USAGE, argv)
     return _finish(code if isinstance(code, int) else 0, argv)
+
+
+def _quiet_stdout() -> None:
+    # Whatever the failed write left buffered would fail again when Python flushes stdout at exit
+    # and print a second, unformatted error; send the rest nowhere.
+    try:
+        sys.stdout.flush()
+    except OSError:
+        sys.stdout = open(os.devnull, "w")  # lives until the process exits
 
 
 def _finish(code: int, argv: list[str] | None) -> int:

@@ -414,3 +414,21 @@ def test_score_diagnostics_quoting_author_text_stay_one_line_each(tmp_path: Path
     assert proc.returncode == 3, proc.stderr
     assert all(line.startswith("eval-quality: ") for line in lines), proc.stderr
     assert any('"/interactions/observed/stdout/no\\nte/title"' in line for line in lines), proc.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device whose writes fail with ENOSPC)")
+@pytest.mark.parametrize("command", ["score", "probe"])
+def test_a_full_stdout_is_one_line_and_exit_5(command: str, tmp_path: Path) -> None:
+    """§7.3: an error with an errno code that is not a path error exits 5, rendered as one line."""
+    if command == "score":
+        argv = ["score", *flags(score_inputs())]
+    else:
+        argv = ["probe", *flags({
+            "request": write(tmp_path / "req.json", json.dumps(request("argv-echo"))),
+            "targets": write(tmp_path / "targets.toml", TARGETS),
+            "workdir": str(tmp_path),
+        })]
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "evalquality_core", *argv], cwd=tmp_path, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert_one_line(proc, 5, "eval-quality: ENOSPC: ", ("No space left on device",))
