@@ -3,7 +3,8 @@
 In the space form (``--out x``) a next token longer than one character that starts with ``-`` is a
 missing value, not the value: ``score … --out --strict`` must not write the artifact into a directory
 named ``--strict``. A value that really starts with ``-`` is given in the ``=`` form (``--out=-x.json``);
-a lone ``-`` (stdin) is a value.
+a lone ``-`` (stdin) is a value. ``--`` at the end is ignored; a token after it is refused, as these
+commands take no positional argument.
 """
 
 from __future__ import annotations
@@ -40,5 +41,8 @@ class FlagGrammarCommand(click.Command):
                 f"to give a value that starts with \"-\", write {flag}=<value>",
                 ctx=ctx,
             )
+        if "--" in args[:-1]:  # a trailing "--" is ignored; anything after it would be a positional
+            extra = args[args.index("--") + 1]
+            raise click.UsageError(f'{self.name} takes no positional argument, but got "{extra}"', ctx=ctx)
         return super().parse_args(ctx, args)
 

@@ -93,12 +93,13 @@ def score_inputs() -> dict[str, Any]:
 
 
 def flags(values: dict[str, Any]) -> list[str]:
-    """``{"a": "x", "b": ["y", "z"]}`` → ``--a x --b y --b z``; a ``None`` value leaves the flag out."""
+    """``{"a": "x", "b": ["y", "z"]}`` → ``--a x --b y --b z``; a ``None`` value leaves the flag out;
+    the key ``--`` gives ``-- <value>`` (a positional after the end of the flags)."""
     out: list[str] = []
     for flag, value in values.items():
         for one in value if isinstance(value, list) else [value]:
             if one is not None:
-                out += [f"--{flag}", one]
+                out += ["--" if flag == "--" else f"--{flag}", one]
     return out
 
 
@@ -125,6 +126,8 @@ SCORE_ROWS = [
     Row("isolation manifest is a directory", lambda t: {"isolation-manifest": str(t)},
         64, ("usage:", "EISDIR")),
     Row("an unknown flag", lambda t: {"colour": "red"}, 64, ("usage:", "--colour")),
+    Row("a positional after --", lambda t: {"--": "extra.json"},
+        64, ('usage: score takes no positional argument, but got "extra.json"',)),
     Row("a flag where --out's value belongs", lambda t: {"out": "--strict"},
         64, ('usage: --out needs a value, but the next token is "--strict"', "--out=<value>")),
     Row("a required flag is missing", lambda t: {"policy": None}, 64, ("usage: score requires --policy",)),
