@@ -44,5 +44,12 @@ class FlagGrammarCommand(click.Command):
         if "--" in args[:-1]:  # a trailing "--" is ignored; anything after it would be a positional
             extra = args[args.index("--") + 1]
             raise click.UsageError(f'{self.name} takes no positional argument, but got "{extra}"', ctx=ctx)
-        return super().parse_args(ctx, args)
+        typed = list(args)  # click's parser consumes the list it is given
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:  # §7.2's wording, naming the token as typed
+            flag = exc.option_name
+            token = next((a for a in typed if a.startswith(f"{flag}=")), None)
+            where = f'in "{token}"' if token is not None else f"for {self.name}"
+            raise click.UsageError(f'unknown flag "{flag}" {where}', ctx=ctx) from None
 

@@ -94,12 +94,13 @@ def score_inputs() -> dict[str, Any]:
 
 def flags(values: dict[str, Any]) -> list[str]:
     """``{"a": "x", "b": ["y", "z"]}`` → ``--a x --b y --b z``; a ``None`` value leaves the flag out;
-    the key ``--`` gives ``-- <value>`` (a positional after the end of the flags)."""
+    the key ``--`` gives ``-- <value>`` (a positional after the end of the flags), the key ``raw`` the
+    value as one token."""
     out: list[str] = []
     for flag, value in values.items():
         for one in value if isinstance(value, list) else [value]:
             if one is not None:
-                out += ["--" if flag == "--" else f"--{flag}", one]
+                out += [one] if flag == "raw" else ["--" if flag == "--" else f"--{flag}", one]
     return out
 
 
@@ -125,7 +126,9 @@ SCORE_ROWS = [
         64, ("usage:", "absent.json", "ENOENT")),
     Row("isolation manifest is a directory", lambda t: {"isolation-manifest": str(t)},
         64, ("usage:", "EISDIR")),
-    Row("an unknown flag", lambda t: {"colour": "red"}, 64, ("usage:", "--colour")),
+    Row("an unknown flag", lambda t: {"colour": "red"}, 64, ('usage: unknown flag "--colour" for score',)),
+    Row("an unknown flag in the = form", lambda t: {"raw": "--colour=red"},
+        64, ('usage: unknown flag "--colour" in "--colour=red"',)),
     Row("a positional after --", lambda t: {"--": "extra.json"},
         64, ('usage: score takes no positional argument, but got "extra.json"',)),
     Row("a flag where --out's value belongs", lambda t: {"out": "--strict"},
