@@ -195,19 +195,25 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _shown(literal: str) -> str:
+    """A literal as quoted in a diagnostic: long ones are cut, so the error stays one short line."""
+    return literal if len(literal) <= 24 else f"{literal[:20]}… ({len(literal)} characters)"
+
+
 def _parse_int(literal: str) -> int:
     digits = literal.lstrip("-")
+    # The length test comes first: int() of a huge literal is slow and, past 4300 digits, refused.
     if len(digits) > 16 or int(literal) > MAX_SAFE_INTEGER or int(literal) < -MAX_SAFE_INTEGER:
-        raise _refuse("$", f"integer literal {literal} is beyond ±(2^53−1)")
+        raise _refuse("$", f"integer literal {_shown(literal)} is beyond ±(2^53−1)")
     return int(literal)
 
 
 def _parse_float(literal: str) -> float:
     number = float(literal)
     if not math.isfinite(number):
-        raise _refuse("$", f"number literal {literal} overflows")
+        raise _refuse("$", f"number literal {_shown(literal)} overflows")
     if number.is_integer() and abs(number) > MAX_SAFE_INTEGER:
-        raise _refuse("$", f"number literal {literal} is an unsafe integer")
+        raise _refuse("$", f"number literal {_shown(literal)} is an unsafe integer")
     return number
 
 

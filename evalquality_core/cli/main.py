@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return (and, from the console script, exit with) the process exit code."""
     _load_commands()
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["help"]:  # §7.1: `help` alone is --help; `help <command>` is that command's help
+        args = [*args[1:2], "--help"]
     try:
         code = cli.main(args=args, prog_name="eval-quality", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

@@ -90,3 +90,12 @@ def test_accepted(data: bytes, value: object) -> None:
 
 def test_number_spelling_canonicalizes_like_ecmascript() -> None:
     assert canonical_bytes(scan_json(b"[5.0,1e-7,-0.0,1E2,0.1]")) == b"[5,1e-7,0,100,0.1]"
+
+
+def test_a_huge_integer_literal_is_refused_with_a_short_message() -> None:
+    literal = "9" * 5000  # past Python's 4300-digit int() limit too
+    with pytest.raises(RuntimeFault) as caught:
+        scan_json(f'{{"n": {literal}}}'.encode(), "Doc")
+    assert caught.value.code == "non-canonicalizable-value"
+    assert len(str(caught.value)) < 200
+    assert "5000 characters" in caught.value.detail
