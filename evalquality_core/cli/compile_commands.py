@@ -16,6 +16,7 @@ import click
 from pydantic import BaseModel
 
 from evalquality_core.artifacts.base import to_wire
+from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import UsageError, check_out_not_input, out_path, read_json, write_artifact
 from evalquality_core.cli.main import cli
 from evalquality_core.compile.pipeline import compile_contract
@@ -63,14 +64,14 @@ def _write(kind: str, ins: tuple[str, ...], outs: tuple[str, ...], produce: Call
     write_artifact(to_wire(produce(read_json("in", source, "EvalContract"))), target)
 
 
-@cli.command("compile")
+@cli.command("compile", cls=FlagGrammarCommand)
 @_common_options
 def compile_command(in_: tuple[str, ...], out: tuple[str, ...], strict_inputs: bool, strict: bool) -> None:
     """Compile a contract: run the ordered checks and write it back canonical (exit 4 on the first failure)."""
     _write("eval-contract", in_, out, lambda value: compile_contract(value, strict_inputs=strict_inputs))
 
 
-@cli.command("seal")
+@cli.command("seal", cls=FlagGrammarCommand)
 @_common_options
 def seal_command(in_: tuple[str, ...], out: tuple[str, ...], strict_inputs: bool, strict: bool) -> None:
     """Compile a contract, then seal it into the SealedEvaluatorBrief an evaluator may see."""

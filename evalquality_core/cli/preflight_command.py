@@ -13,6 +13,7 @@ import click
 
 from evalquality_core.artifacts.base import to_wire
 from evalquality_core.cli.exit_codes import Outcome, exit_code_of
+from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
     check_out_not_input,
@@ -35,7 +36,7 @@ def _as_list(value: Any, flag: str, schema_name: str) -> list[Any]:
     raise RuntimeFault("schema-parse-failure", schema_name, f"--{flag} is neither an array nor an object")
 
 
-@cli.command("preflight")
+@cli.command("preflight", cls=FlagGrammarCommand)
 @click.option("--contract", "contract", required=True, help="Compiled eval contract (JSON).")
 @click.option("--probes", "probes", required=True, help="JSON array of probes (an object is one probe).")
 @click.option("--observations", "observations", required=True, help="JSON array of probe observations.")
