@@ -32,6 +32,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import gate
+from flows.lifecycle import exit_cleanly_on_sigterm, reap_orphaned_servers
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
 from flows.settings import FlowSettings, load_settings
 from flows.suites import Suite, load_suites
@@ -253,6 +254,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
     args = _parser().parse_args(argv)
+    exit_cleanly_on_sigterm()
+    reap_orphaned_servers(os.environ["PREFECT_HOME"])
     try:
         settings = load_settings()
     except ValueError as problem:

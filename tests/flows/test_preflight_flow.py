@@ -24,11 +24,14 @@ from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.artifacts.base import to_wire
 from evalquality_core.canonical.json import serialize_artifact
 from evalquality_core.pipeline import run_preflight
+from flows.lifecycle import orphaned_servers, reap_orphaned_servers
 from flows.suites import load_suite
 from tasks.workspace import leg_workspace
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: The flows inherit the test process's Prefect home (tests/conftest.py), so their embedded servers do too.
+PREFECT_HOME = os.environ["PREFECT_HOME"]
 PROBES = 3
 #: witness-frontend (= both control legs), witness-backend, and one seeded-fault leg per probe's mutation.
 DISTINCT_REQUESTS = 2 + PROBES
@@ -83,7 +86,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     marker.unlink()  # count only the flow's process starts from here on
     set_delay(marker, 1.0)
 
-    # Run 1: SIGKILL the flow (and the embedded server in its session) once two legs have finished.
+    # Run 1: SIGKILL the flow alone once two legs have finished; its embedded server is orphaned.
     killed = subprocess.Popen(
         _command(suites, out, baseline), cwd=PROJECT_ROOT, env=_env(home), start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -95,8 +98,9 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
             assert time.monotonic() < deadline, "the flow never got two legs done"
             time.sleep(0.05)
     finally:
-        os.killpg(killed.pid, signal.SIGKILL)
+        os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
+    orphans = _wait_for(lambda: orphaned_servers(PREFECT_HOME), timeout_s=10)
     answered_before_kill = _cached_entries(home)
     assert 1 <= answered_before_kill < DISTINCT_REQUESTS
     time.sleep(1.5)  # let any orphaned leg of the killed run finish writing its marker line
@@ -117,6 +121,8 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     for probe_id, verdict in reference.items():
         assert (out / "skill" / f"preflight-{probe_id}.json").read_bytes() == verdict
     assert list((home / "workspaces").iterdir()) == []  # the killed run's workspaces were reclaimed
+    assert orphans, "the SIGKILLed flow left no orphaned embedded server: the reaping below proves nothing"
+    assert not any(_alive(pid) for pid in orphans)  # ... and so was the embedded server it orphaned
 
     # Run 3: nothing left to spawn; the independent count agrees; the baseline matches (exit 0).
     again = subprocess.run(
@@ -127,6 +133,16 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
     assert len(marker_events(marker)) == starts_before + resumed_starts
     assert "Traceback" not in again.stdout + again.stderr and "WARNING" not in again.stderr
+
+
+def _wait_for(condition, *, timeout_s: float):
+    """Poll ``condition`` until it is truthy or ``timeout_s`` passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    value = condition()
+    while not value and time.monotonic() < deadline:
+        time.sleep(0.1)
+        value = condition()
+    return value
 
 
 def _alive(pid: int) -> bool:
@@ -166,8 +182,11 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
         assert not [pid for pid in legs if _alive(pid)]
         assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
         assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
+        # SIGTERM ends the flow through SystemExit, so atexit stops its embedded server too.
+        assert _wait_for(lambda: not orphaned_servers(PREFECT_HOME), timeout_s=10)
     finally:
         _kill_leftovers(flow, legs)
+        reap_orphaned_servers(PREFECT_HOME)
 
 
 def _kill_leftovers(flow: subprocess.Popen, pids: list[int]) -> None:

@@ -1,0 +1,86 @@
+"""The process life of a flow run on the embedded Prefect server: exit cleanly, and reap what a kill left.
+
+Without ``PREFECT_API_URL`` Prefect starts a temporary API server as a child process and stops it from
+``atexit``. Two ways of dying skip that: SIGTERM (Prefect's own handler ends the process by re-sending
+the signal once the flow has cleaned up) and SIGKILL. Both left the server running forever as an orphan
+of PID 1. So ``main()`` turns SIGTERM into ``SystemExit`` (the flow body still kills every live leg on
+the way out, and ``atexit`` stops the server), and before a run starts it reaps any embedded server that
+an earlier killed run under the *same* Prefect home left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+#: What identifies Prefect's temporary server in its command line and environment.
+_SERVER_FACTORY = "prefect.server.api.server:create_app"
+_EPHEMERAL_MARK = "PREFECT__SERVER_EPHEMERAL=1"
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Make SIGTERM raise ``SystemExit(143)`` in the main thread, so cleanup and ``atexit`` run."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # the process is gone, or not ours to read
+        return b""
+
+
+def orphaned_servers(prefect_home: str, proc: Path = Path("/proc")) -> list[int]:
+    """Pids of embedded Prefect servers whose parent died (now children of PID 1) under ``prefect_home``
+    (compared as the exact ``PREFECT_HOME`` string the server was started with)."""
+    wanted = f"PREFECT_HOME={prefect_home}".encode()
+    found: list[int] = []
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        if _SERVER_FACTORY.encode() not in _read(entry / "cmdline"):
+            continue
+        stat = _read(entry / "stat").decode(errors="replace")
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) < 2 or fields[1] != "1":  # field 4 of /proc/<pid>/stat: the parent pid
+            continue
+        environ = _read(entry / "environ").split(b"\0")
+        if _EPHEMERAL_MARK.encode() in environ and wanted in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def reap_orphaned_servers(prefect_home: str, *, grace_s: float = 5.0) -> list[int]:
+    """Stop every orphaned embedded server of ``prefect_home``: SIGTERM, then SIGKILL after ``grace_s``."""
+    if os.environ.get("PREFECT_API_URL") or not sys.platform.startswith("linux"):
+        return []
+    pids = orphaned_servers(prefect_home)
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        _signal(pid, signal.SIGKILL)
+    return pids
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    stat = _read(Path("/proc") / str(pid) / "stat").decode(errors="replace")
+    fields = stat.rsplit(")", 1)[-1].split()
+    return bool(fields) and fields[0] != "Z"
