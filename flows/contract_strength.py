@@ -53,6 +53,7 @@ from evalquality_core.canonical import (
     serialize_artifact,
 )
 from evalquality_core.faults import EvalQualityFault
+from flows.lifecycle import exit_cleanly_on_sigterm, reap_orphaned_servers
 from flows.preflight import preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
@@ -645,6 +646,10 @@ def print_strength(run: StrengthRun) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
+    # As the pre-flight's main does: SIGTERM exits through SystemExit so the embedded server is stopped,
+    # and an embedded server a killed run orphaned under this Prefect home is reaped first.
+    exit_cleanly_on_sigterm()
+    reap_orphaned_servers(os.environ["PREFECT_HOME"])
     try:
         settings = load_settings()
     except ValueError as problem:
