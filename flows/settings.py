@@ -19,6 +19,7 @@ Importing it fixes the environment Prefect reads at import time (prefect.md §1)
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,9 @@ def configure_environment() -> None:
         # The cancelled flush also surfaces through SQLAlchemy's pool logger, which is not under
         # ``prefect.server`` and inherits the root level: raise that level too (embedded mode only).
         os.environ.setdefault("PREFECT_LOGGING_ROOT_LEVEL", "CRITICAL")
+        # The same flush can run in this process (the client side of the embedded API) before Prefect
+        # has applied its logging configuration; an explicit level on SQLAlchemy's logger covers that.
+        logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
 
 
 configure_environment()
