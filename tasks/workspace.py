@@ -3,7 +3,9 @@
 Two legs sharing a directory "read each other's artifacts back", so every live leg gets its own copy of
 the suite's staged tree, removed when the leg ends. A run killed with SIGKILL cannot clean up, so each
 workspace's name carries its owner's pid and process token; the next run reclaims every workspace
-whose owner is dead (the reference's owner markers). The evaluation folder (contract, probes) is never
+whose owner is dead (the reference's owner markers). A leg the dead run left running has no watchdog
+any more (the adapter's deadline lived in the killed process), so reclaiming first kills the process
+group of every process still working inside that workspace, grandchildren included. The evaluation folder (contract, probes) is never
 staged, so a target cannot read which defect was planted.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,14 +32,49 @@ def _owner_of(name: str) -> tuple[int, str] | None:
     return int(parts[1]), parts[2]
 
 
+def _working_inside(workspace: Path, proc: Path = Path("/proc")) -> list[int]:
+    """Pids of processes whose working directory lies inside ``workspace`` (Linux ``/proc``; else none)."""
+    inside: list[int] = []
+    if not proc.is_dir():
+        return inside
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:  # gone, or not ours to read
+            continue
+        if cwd == workspace or workspace in cwd.parents:
+            inside.append(int(entry.name))
+    return inside
+
+
+def kill_leftover_legs(workspace: Path) -> list[int]:
+    """SIGKILL the process group of every process still working inside ``workspace``; return the groups."""
+    own = os.getpgid(0)
+    groups: set[int] = set()
+    for pid in _working_inside(workspace.resolve()):
+        try:
+            groups.add(os.getpgid(pid))
+        except OSError:
+            continue
+    groups.discard(own)  # never this run's own group
+    for group in sorted(groups):
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    return sorted(groups)
+
+
 def reclaim_workspaces(root: Path) -> list[Path]:
-    """Remove every workspace under ``root`` whose owning process is dead; return what was removed."""
+    """Remove every workspace under ``root`` whose owning process is dead, after killing any leg the dead
+    run left working in it; return what was removed."""
     removed: list[Path] = []
     if not root.is_dir():
         return removed
     for entry in root.iterdir():
         owner = _owner_of(entry.name)
         if owner is not None and holder_is_stale(owner):
+            kill_leftover_legs(entry)
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
