@@ -53,7 +53,7 @@ from evalquality_core.canonical import (
     serialize_artifact,
 )
 from evalquality_core.faults import EvalQualityFault
-from flows.lifecycle import exit_cleanly_on_sigterm, reap_orphaned_servers
+from flows.lifecycle import FlowArgumentParser, start_flow_main
 from flows.preflight import preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
@@ -599,7 +599,7 @@ def _share_api_with_worker_processes(runner: Any) -> bool:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = FlowArgumentParser(
         prog="python -m flows.contract_strength",
         description="Live pre-flight, then score every probe's stored trials, aggregate per contract, write "
         "the report, and gate on corpus/expected-strength.json (exit 0 matched, 1 a verdict moved, "
@@ -646,18 +646,7 @@ def print_strength(run: StrengthRun) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
-    # As the pre-flight's main does: SIGTERM exits through SystemExit so the embedded server is stopped,
-    # and an embedded server a killed run orphaned under this Prefect home is reaped first.
-    exit_cleanly_on_sigterm()
-    reap_orphaned_servers(os.environ["PREFECT_HOME"])
-    try:
-        settings = load_settings()
-    except ValueError as problem:
-        print(f"contract_strength: {problem}", file=sys.stderr)
-        return 64
-    if args.concurrency is not None and args.concurrency < 1:
-        print("contract_strength: --concurrency must be at least 1", file=sys.stderr)
-        return 64
+    settings = start_flow_main("python -m flows.contract_strength", args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
     run = run_contract_strength(
         settings,

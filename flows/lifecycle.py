@@ -10,12 +10,19 @@ an earlier killed run under the *same* Prefect home left behind.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
+
+from flows.settings import FlowSettings, load_settings
+
+#: Exit code of a usage error, as the ``eval-quality`` CLI (2 means "the baseline moved" here).
+EXIT_USAGE = 64
 
 #: What identifies Prefect's temporary server in its command line and environment.
 _SERVER_FACTORY = "prefect.server.api.server:create_app"
@@ -84,3 +91,30 @@ def _alive(pid: int) -> bool:
     stat = _read(Path("/proc") / str(pid) / "stat").decode(errors="replace")
     fields = stat.rsplit(")", 1)[-1].split()
     return bool(fields) and fields[0] != "Z"
+
+
+class FlowArgumentParser(argparse.ArgumentParser):
+    """The flows' argument parser: a usage error is one line, ``<prog>: usage: <message>``, exit 64.
+
+    argparse would print its whole usage block and exit 2, which the flows use for "the baseline moved".
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Report ``message`` as one line and exit 64."""
+        self.exit(EXIT_USAGE, f"{self.prog}: usage: {message} (see --help)\n")
+
+
+def start_flow_main(prog: str, concurrency: int | None) -> FlowSettings:
+    """What every flow's ``main()`` does first: exit cleanly on SIGTERM, reap a killed run's embedded
+    server, and read the settings. A bad setting or ``--concurrency`` below 1 is one line and exit 64."""
+    exit_cleanly_on_sigterm()
+    reap_orphaned_servers(os.environ["PREFECT_HOME"])
+    try:
+        settings = load_settings()
+    except ValueError as problem:
+        print(f"{prog}: usage: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    if concurrency is not None and concurrency < 1:
+        print(f"{prog}: usage: --concurrency must be at least 1", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return settings

@@ -32,9 +32,9 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import gate
-from flows.lifecycle import exit_cleanly_on_sigterm, reap_orphaned_servers
+from flows.lifecycle import FlowArgumentParser, start_flow_main
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
-from flows.settings import FlowSettings, load_settings
+from flows.settings import FlowSettings
 from flows.suites import Suite, load_suites
 from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, close_leg_cache
@@ -235,7 +235,7 @@ def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> Preflig
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = FlowArgumentParser(
         prog="python -m flows.preflight",
         description="Pre-flight every probe of every suite (real child processes, digest-keyed leg cache), "
         "write the verdicts, and compare with the pre-flight baseline (exit 0 matched, 2 moved).",
@@ -254,16 +254,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
     args = _parser().parse_args(argv)
-    exit_cleanly_on_sigterm()
-    reap_orphaned_servers(os.environ["PREFECT_HOME"])
-    try:
-        settings = load_settings()
-    except ValueError as problem:
-        print(f"preflight: {problem}", file=sys.stderr)
-        return 64
-    if args.concurrency is not None and args.concurrency < 1:
-        print("preflight: --concurrency must be at least 1", file=sys.stderr)
-        return 64
+    settings = start_flow_main("python -m flows.preflight", args.concurrency)
     settings = FlowSettings(
         home=settings.home,
         suites_dir=Path(args.suites).resolve() if args.suites else settings.suites_dir,
