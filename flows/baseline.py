@@ -10,11 +10,11 @@ baseline file is missing. ``--update-baseline`` rewrites the file from the run.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flows.output import write_atomically
 from flows.report import PreflightRun
 
 EXIT_MATCHED = 0
@@ -78,10 +78,8 @@ def gate(run: PreflightRun, path: Path, *, update: bool = False) -> GateResult:
     """Compare the run with the baseline at ``path`` (or rewrite it when ``update``) → exit 0 or 2."""
     lines = [f"suite {failure.suite} could not run: {failure.message}" for failure in run.failures]
     if update:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(baseline_document(run), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        text = json.dumps(baseline_document(run), indent=1, sort_keys=True) + "\n"
+        write_atomically(path, text.encode("utf-8"))
         lines.append(f"baseline rewritten: {path}")
         return GateResult(EXIT_MOVED if run.failures else EXIT_MATCHED, tuple(lines))
     recorded = read_baseline(path)

@@ -50,10 +50,10 @@ from evalquality_core.canonical import (
     digest_bytes,
     digest_directory,
     scan_json,
-    serialize_artifact,
 )
 from evalquality_core.faults import EvalQualityFault
 from flows.lifecycle import FlowArgumentParser, start_flow_main
+from flows.output import write_artifact
 from flows.preflight import preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
@@ -209,16 +209,18 @@ def suite_vector(classes: Mapping[str, str], scores: Mapping[str, ProbeScore | N
 def _probe_strength(
     probe: Mapping[str, Any], row: ProbePreflight | None, score: ProbeScore | None, trials: int, problem: str | None
 ) -> ProbeStrength:
-    outcome = row.outcome if row is not None else "not run"
+    common = {
+        "probe_class": probe["probeClass"],
+        "expected_clean": probe["expectedClean"],
+        "behavior_id": probe.get("behaviorId"),
+        "preflight": row.outcome if row is not None else "not run",
+        "preflight_legs": None if row is None else row.legs_planned,
+        "trials": trials,
+    }
     if score is None:
         # Nothing scored: the environment could not measure this probe (Invalid, exit 3).
         return ProbeStrength(
-            probe_class=probe["probeClass"],
-            expected_clean=probe["expectedClean"],
-            behavior_id=probe.get("behaviorId"),
-            preflight=outcome,
-            preflight_legs=None if row is None else row.legs_planned,
-            trials=trials,
+            **common,
             verdict=None,
             exit_code=3,
             strict_promotable=None,
@@ -229,12 +231,7 @@ def _probe_strength(
         )
     evidence = score.evidence
     return ProbeStrength(
-        probe_class=probe["probeClass"],
-        expected_clean=probe["expectedClean"],
-        behavior_id=probe.get("behaviorId"),
-        preflight=outcome,
-        preflight_legs=None if row is None else row.legs_planned,
-        trials=trials,
+        **common,
         verdict=score.verdict,  # type: ignore[arg-type]
         exit_code=score.exit_code,
         strict_promotable=score.strict_promotable,
@@ -243,15 +240,6 @@ def _probe_strength(
         strength=None if evidence is None else _vector_of(evidence["strength"]["vector"]),
         evidence_digest=None if evidence is None else digest_artifact(evidence),
     )
-
-
-def _write(path: Path, value: Any) -> Path:
-    """Canonical JSON plus a newline, atomically (a reader never sees half an artifact)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(serialize_artifact(value))
-    tmp.replace(path)
-    return path
 
 
 def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str]:
@@ -344,7 +332,7 @@ def contract_strength(
         total_seconds=time.perf_counter() - started,
     )
     if pre.spawned:
-        _write(out / COST_FILE, _cost_record(pre, counts))
+        write_artifact(out / COST_FILE, _cost_record(pre, counts))
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = StrengthReport(at, documents, gate, counts)
     report_path = write_html_report(out, report)
@@ -446,7 +434,7 @@ def _suite_document(
     folder = out / suite.name
     policy, corpus_digest = prepared.policy, prepared.corpus_digest
     brief_wire = to_wire(prepared.brief)
-    _write(folder / BRIEF_FILE, brief_wire)
+    write_artifact(folder / BRIEF_FILE, brief_wire)
     own: dict[str, ProbeScore | None] = {}
     probes: dict[str, ProbeStrength] = {}
     unsatisfied: set[str] = set()
@@ -457,7 +445,7 @@ def _suite_document(
         own[pid] = score
         stale = folder / f"evidence-{pid}.json"
         if score is not None and score.evidence is not None:
-            _write(stale, score.evidence)
+            write_artifact(stale, score.evidence)
         elif stale.exists():
             stale.unlink()  # an Invalid probe mints nothing; never leave an earlier night's artifact behind
         if score is not None:
@@ -470,7 +458,7 @@ def _suite_document(
         outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
-            _write(folder / AGGREGATE_FILE, outcome.aggregate)
+            write_artifact(folder / AGGREGATE_FILE, outcome.aggregate)
             aggregate_digest = digest_artifact(outcome.aggregate)
     if aggregate_digest is None and (folder / AGGREGATE_FILE).exists():
         (folder / AGGREGATE_FILE).unlink()  # never leave an earlier night's aggregate beside this night's evidence

@@ -14,7 +14,6 @@ group before re-raising (prefect.md §4: hooks run too late, only the flow body 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import uuid
@@ -27,12 +26,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from evalquality_core.adapters.command_line import kill_all_live_groups
-from evalquality_core.canonical.json import serialize_artifact
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import gate
 from flows.lifecycle import FlowArgumentParser, start_flow_main
+from flows.output import write_artifact
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
 from flows.settings import FlowSettings
 from flows.suites import Suite, load_suites
@@ -75,12 +74,7 @@ def _fault_outcome(fault: EvalQualityFault) -> str:
 
 
 def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Path:
-    path = out_dir / suite / f"preflight-{probe_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(serialize_artifact(as_wire(verdict)))
-    tmp.replace(path)  # atomic: a reader never sees half a verdict
-    return path
+    return write_artifact(out_dir / suite / f"preflight-{probe_id}.json", as_wire(verdict))
 
 
 @flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
@@ -111,7 +105,7 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "preflight-summary.json").write_bytes(serialize_artifact(run.to_json()))
+    write_artifact(out / "preflight-summary.json", run.to_json())
     publish_report(run)
     return run
 

@@ -31,6 +31,7 @@ from evalquality_core.artifacts.base import (
 from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.registries import ProbeClass, Verdict
+from flows.output import write_atomically
 from flows.strength_document import CONTRACT_STRENGTH_FILE, StrengthVector, SuiteStrength, read_suite_strength
 
 #: The baseline's file name under the corpus root (harness.md A.5).
@@ -166,10 +167,7 @@ def update_baseline(path: Path, documents: Iterable[SuiteStrength]) -> dict[str,
     merged = dict(recorded)
     for document in documents:
         merged[document.suite] = project_suite(document)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render_baseline(merged), encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, render_baseline(merged).encode("utf-8"))
     return merged
 
 

@@ -23,8 +23,9 @@ from evalquality_core.artifacts.base import (
     read_artifact,
     to_wire,
 )
-from evalquality_core.canonical import scan_json, serialize_artifact
+from evalquality_core.canonical import scan_json
 from evalquality_core.registries import ProbeClass, Verdict
+from flows.output import write_artifact
 
 #: File name of the per-suite document (harness.md A.4 step 3).
 CONTRACT_STRENGTH_FILE = "contract-strength.json"
@@ -103,10 +104,7 @@ def read_suite_strength(path: Path) -> SuiteStrength:
 
 def write_suite_strength(document: SuiteStrength, path: Path) -> None:
     """Write the document as canonical JSON plus a newline (artifacts.md §1)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(serialize_artifact(to_wire(document)))
-    tmp.replace(path)
+    write_artifact(path, to_wire(document))
 
 
 def rate_of(caught: int, exercised: int) -> float | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flows.output import write_atomically
 from flows.strength_baseline import GateResult
 from flows.strength_document import VECTOR_CLASSES, ClassStrength, StrengthVector, SuiteStrength
 
@@ -167,10 +168,7 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 def append_history(path: Path, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Append one night, keep the newest ``HISTORY_LIMIT``, write the file, return the nights."""
     nights = (read_history(path) + [dict(entry)])[-HISTORY_LIMIT:]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({"nights": nights}, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, (json.dumps({"nights": nights}, indent=1) + "\n").encode("utf-8"))
     return nights
 
 
