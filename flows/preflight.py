@@ -143,13 +143,17 @@ def _submit_legs(
         for leg in item.plan.legs:
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id)),
+                key=leg_key(
+                    leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id),
+                    targets=item.suite.targets,
+                ),
                 policy=item.suite.policy,
                 stage=item.suite.stager(item.probe, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
                 invocation=invocation,
                 workspaces_dir=workspaces_dir,
+                targets=item.suite.targets,
             )
             jobs.append((item, leg.leg_id, job))
     # A repeat waits on its twin's single-flight lock while holding a worker, so queueing repeats

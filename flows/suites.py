@@ -25,7 +25,7 @@ from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.probe.policy import CommandTargetPolicy
-from evalquality_core.probe.targets import parse_targets
+from evalquality_core.probe.targets import TargetRegistry, parse_targets
 from evalquality_core.suite import load as suite_load
 from evalquality_core.suite import staging
 
@@ -46,6 +46,8 @@ class Suite:
     policy: CommandTargetPolicy
     #: mutation id (None for the clean system) → digest of the staged system and fixtures.
     staged_digests: Mapping[str | None, str] = field(default_factory=dict)
+    #: The whole target registry (api entries and the ``[service]`` that answers them included).
+    targets: TargetRegistry | None = None
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
@@ -131,7 +133,8 @@ def load_suite(directory: Path) -> Suite:
             text = targets_path.read_text(encoding="utf-8")
         except OSError as problem:
             raise SuiteLoadError(f"{targets_path}: {problem}") from None
-        policy = parse_targets(text, str(targets_path)).to_policy(_substitutions())
+        registry = parse_targets(text, str(targets_path))
+        policy = registry.to_policy(_substitutions())
         staged = _staged_digests(directory, probes)
     except EvalQualityFault as fault:
         raise SuiteLoadError(f"{directory.name}: {fault.code}: {fault.artifact_path}: {fault.detail}") from None
@@ -139,7 +142,7 @@ def load_suite(directory: Path) -> Suite:
         raise
     except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
         raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
-    return Suite(directory.name, directory, contract, probes, policy, staged)
+    return Suite(directory.name, directory, contract, probes, policy, staged, targets=registry)
 
 
 def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:
