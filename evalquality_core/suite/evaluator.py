@@ -102,9 +102,31 @@ def _bound_value(suite_name: str, step: Mapping[str, Any], channel: str, key: st
     raise EvaluatorError(f'{suite_name}: step "{step["stepId"]}" binds {channel}.{key} in a form this evaluator does not send')
 
 
+def _api_request(suite: Suite, number: int, step: Mapping[str, Any], interface_id: str, operation: Mapping[str, Any]) -> dict[str, Any]:
+    """An api request for one plan step: path, query and header from their bindings, the body's
+    bound keys as one JSON object (absent when the step binds none)."""
+    channels: dict[str, Any] = {"path": {}, "query": {}, "header": {}}
+    body: dict[str, Any] = {}
+    for channel in ("path", "query", "header", "body"):
+        for key, binding in (step["inputBinding"].get(channel) or {}).items():
+            value = _bound_value(suite.name, step, channel, key, binding, suite.choices)
+            (body if channel == "body" else channels[channel])[key] = value
+    channels["body"] = {"kind": "json", "value": body} if body else {"kind": "absent"}
+    return {
+        "kind": "api",
+        "probeId": f"obs-{number:03d}",
+        "interfaceId": interface_id,
+        "operationId": step["operationId"],
+        "method": operation["method"],
+        "pathTemplate": operation["pathTemplate"],
+        "channels": channels,
+    }
+
+
 def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
-    """One cli request per plan step, in plan order: ``[(step, request wire), ...]``."""
+    """One request per plan step (cli, or api for an api interface), in plan order: ``[(step, request wire), ...]``."""
     operations = _operations(suite.contract)
+    kinds = {interface["logicalId"]: interface["kind"] for interface in suite.contract["permittedInterfaces"]}
     seen: set[str] = set()
     out: list[tuple[Mapping[str, Any], dict[str, Any]]] = []
     for number, step in enumerate(suite.contract["interactionPlan"], start=1):
@@ -112,6 +134,9 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
             raise EvaluatorError(f'{suite.name}: step "{step["stepId"]}" must come after "{step["after"]}" in plan order')
         seen.add(step["stepId"])
         interface_id, operation = operations[step["operationId"]]
+        if kinds.get(interface_id) == "api":
+            out.append((step, _api_request(suite, number, step, interface_id, operation)))
+            continue
         channels: dict[str, Any] = {"argument": {}, "option": {}, "environment": {}}
         stdin: dict[str, Any] = {}
         for channel in ("argument", "option", "environment", "stdin"):
@@ -132,7 +157,35 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
     return out
 
 
+def _api_observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    """An api answer in the record's shape: the transport channels, the body's value (its text when
+    it is not JSON, null when absent), no process channels."""
+    channels = request["channels"]
+    call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
+    for name in ("path", "query", "header"):
+        call_inputs[name] = dict(channels[name]) or None
+    call_inputs["body"] = channels["body"]["value"] if channels["body"]["kind"] == "json" else None
+    body = answer["body"]
+    return {
+        "observationId": f"obs-{number:03d}",
+        "sequence": number,
+        "operationId": step["operationId"],
+        "provenance": "baseline" if baseline else "evaluator-chosen",
+        "principal": None,
+        "callInputs": call_inputs,
+        "responseBody": None if body["kind"] == "absent" else body["value"],
+        "responseHeaders": dict(answer["headers"]),
+        "responseStatus": answer["status"],
+        "stdout": {"kind": "absent"},
+        "stderr": {"kind": "absent"},
+        "exitCode": None,
+        "artifacts": {},
+    }
+
+
 def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    if answer.get("kind") == "api":
+        return _api_observation(number, step, request, answer, baseline)
     channels = request["channels"]
     call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
     for name in ("argument", "option", "environment"):
@@ -202,6 +255,11 @@ def _projection(observation: Mapping[str, Any], channel: str) -> str | None:
         return None
     if channel == "call-inputs":
         return canonical_bytes(observation["callInputs"]).decode("utf-8")
+    if channel == "response-status":
+        return None if observation["responseStatus"] is None else str(observation["responseStatus"])
+    if channel == "response-body" and observation["responseBody"] is not None:
+        body = observation["responseBody"]
+        return body if isinstance(body, str) else canonical_bytes(body).decode("utf-8")
     return None
 
 
@@ -210,12 +268,12 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
     quotes: list[dict[str, Any]] = []
     for pointer in pointers:
         parsed = parse_evidence_pointer(pointer)
-        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code"):
+        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-status"):
             continue
         projection = _projection(observation, parsed.channel)
         if projection is None:
             continue
-        if parsed.channel == "exit-code":
+        if parsed.channel in ("exit-code", "response-status"):
             candidates = [projection]
         else:
             root = channel_root(observation, parsed.channel, parsed.sub)
@@ -234,6 +292,8 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
                 break
     if not quotes and observation["exitCode"] is not None:
         quotes.append({"quote": str(observation["exitCode"]), "channel": "exit-code", "artifactId": None})
+    if not quotes and observation.get("responseStatus") is not None:
+        quotes.append({"quote": str(observation["responseStatus"]), "channel": "response-status", "artifactId": None})
     return quotes
 
 
@@ -324,6 +384,7 @@ def seal_brief_digest(contract: Mapping[str, Any]) -> str:
 def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     """The evaluator configuration every trial of the suite declares (no trial index: trials pool)."""
     tools = sorted({" ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
+                    if "invocation" in op else f"{op['method']} {op['pathTemplate']}"
                     for interface in suite.contract["permittedInterfaces"] for op in interface["operations"]})
     value = {
         "schemaVersion": EvaluatorConfiguration.WRITTEN_SCHEMA_VERSION,
@@ -371,7 +432,8 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     actions = trial_dir / "actions.jsonl"
     actions.write_text("".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests), encoding="utf-8")
     resource_use = {"toolCalls": len(requests), "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
-    tools = [" ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
+    tools = [" ".join([r["executable"], *r["subcommandPath"]]) if r["kind"] == "cli" else f"{r['method']} {r['pathTemplate']}"
+             for r in requests]
     manifest = {
         "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,

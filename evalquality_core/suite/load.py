@@ -342,7 +342,13 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite) -> CommandLineAdapter:
-    """Our command-line adapter under the suite's target registry, the interpreter filled in."""
+def adapter_for(suite: Suite) -> Any:
+    """Our adapter under the suite's target registry, the interpreter filled in: the command-line
+    adapter, or — when the registry declares a ``[service]`` — the service adapter, which answers api
+    requests from a fresh server per call in the staged workspace and cli ones as the former."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
+    if registry.service is not None:
+        from evalquality_core.adapters.http_service import ServiceAdapter
+
+        return ServiceAdapter(registry, {"python": sys.executable})
     return CommandLineAdapter(registry.to_policy({"python": sys.executable}))
