@@ -106,6 +106,11 @@ def resolve_oracles(contract: Mapping[str, Any], observations: Sequence[Mapping[
 
 
 def _home_operation(contract: Mapping[str, Any], signature: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "invocation" not in signature:  # an api signature: the scorer's own identity rule (method + path)
+        home = resolve_home_operation(contract, signature)
+        if home is None:
+            raise GenerationError(f"the defect signature's {signature.get('method')} {signature.get('pathTemplate')} names no operation of the contract")
+        return home.operation
     wanted = [signature["invocation"]["executable"], *signature["invocation"]["subcommandPath"]]
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:

@@ -2,9 +2,10 @@
 
 Run as ``python notes_api.py --port N`` from the working directory that holds the state:
 
-* ``notes.json``: ``{"notes": [note...], "unlisted": [id...]}``; a note is an object with ``id``, ``title``,
+* ``notes.json``: ``{"notes": [note...], "unlisted": [id...], "revision": n}``; a note is an object with ``id``, ``title``,
   ``body``, ``tags`` and ``updatedAt`` (plus any field a PATCH added). ``unlisted`` ids are left out of
-  the collection view (GET /notes) and nothing else.
+  the collection view (GET /notes) and nothing else; ``revision`` counts the writes, and every PATCH
+  answer carries it as ``X-Store-Revision``.
 * ``clock.json``: ``{"base": "<RFC 3339 UTC minute>", "ticks": n}``; the deterministic updatedAt clock.
   Every accepted PATCH advances it one minute, whether or not the write is stored.
 
@@ -25,6 +26,7 @@ def load():
 
 
 def save(store):
+    store["revision"] = store.get("revision", 0) + 1
     with open("notes.json.tmp", "w", encoding="utf-8") as handle:
         json.dump(store, handle, sort_keys=True, indent=1)
     os.replace("notes.json.tmp", "notes.json")
@@ -65,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response_only(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        if self.command == "PATCH":  # which store revision the answer left behind (0: never written)
+            self.send_header("X-Store-Revision", str(load().get("revision", 0)))
         self.end_headers()
         self.wfile.write(data)
 
