@@ -257,9 +257,9 @@ def _projection(observation: Mapping[str, Any], channel: str) -> str | None:
         return canonical_bytes(observation["callInputs"]).decode("utf-8")
     if channel == "response-status":
         return None if observation["responseStatus"] is None else str(observation["responseStatus"])
-    if channel == "response-body" and observation["responseBody"] is not None:
-        body = observation["responseBody"]
-        return body if isinstance(body, str) else canonical_bytes(body).decode("utf-8")
+    if channel in ("response-body", "response-headers"):  # as ingest projects them (canonical JSON)
+        value = observation["responseBody" if channel == "response-body" else "responseHeaders"]
+        return None if value is None else canonical_bytes(value).decode("utf-8")
     return None
 
 
@@ -268,7 +268,7 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
     quotes: list[dict[str, Any]] = []
     for pointer in pointers:
         parsed = parse_evidence_pointer(pointer)
-        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-status"):
+        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-headers", "response-status"):
             continue
         projection = _projection(observation, parsed.channel)
         if projection is None:
