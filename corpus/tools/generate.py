@@ -56,6 +56,7 @@ from corpus.tools.staging import (
     load_mutations,
     read_suite_json,
     read_suite_settings,
+    suite_dir,
     suite_names,
     tree_digest,
 )
@@ -302,6 +303,23 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.files[probe_path] = pretty(probe)
 
 
+def _check_borrowed(suite: Suite, source: str, out: Output) -> None:
+    """A suite that declares ``probes-from`` (a deliberately weak contract over another suite's probes):
+    its probe and mutation files must equal the source suite's byte for byte. Their evidence was earned
+    against the source's contract; this contract may be too weak to earn it, which is what it shows.
+    """
+    origin = suite_dir(source)
+    for folder in ("probes", "mutations"):
+        mine = {p.name: p.read_bytes() for p in sorted((suite.root / folder).glob("*.json"))}
+        theirs = {p.name: p.read_bytes() for p in sorted((origin / folder).glob("*.json"))}
+        if mine != theirs:
+            differing = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
+            raise GenerationError(
+                f"{suite.name}: {folder}/ must equal {source}'s (probes-from), but differs in {', '.join(differing)}"
+            )
+    out.notes.append(f"{suite.name}: probes and mutations are {source}'s, byte for byte (probes-from)")
+
+
 def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
     """Check and generate every probe of one suite into ``out`` (``jobs`` probes at a time; default: CPUs)."""
     from evalquality_core.compile.pipeline import compile_contract
@@ -311,6 +329,10 @@ def generate_suite(name: str, out: Output, jobs: int | None = None) -> None:
         compile_contract(suite.contract)
     except (StructuralFailure, RuntimeFault) as failure:
         raise GenerationError(f"{name}: the contract does not compile: {problem_line(failure)}") from failure
+    source = read_suite_settings(suite.root).get("probes-from")
+    if source is not None:
+        _check_borrowed(suite, str(source), out)
+        return
     mutations = load_mutations(suite.root)
     unknown = sorted(set(mutations) - set(suite.probes))
     if unknown:

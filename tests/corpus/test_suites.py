@@ -16,11 +16,21 @@ from tests.corpus.conftest import SUITES, probe_ids, read
 CLI = [sys.executable, "-m", "evalquality_core"]
 
 
-def test_the_three_suites_are_present() -> None:
-    assert suite_names() == ["notes", "review", "trace"]
+def test_the_suites_are_present() -> None:
+    assert suite_names() == ["notes", "notes-weak", "review", "trace"]
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_the_weak_suite_is_the_notes_suite_without_its_read_back_oracle() -> None:
+    """notes-weak reuses notes' probes byte for byte (probes-from) and drops only O-001, the read-back."""
+    strong, weak = read(SUITES / "notes" / "contract.json"), read(SUITES / "notes-weak" / "contract.json")
+    assert [o["id"] for o in strong["oracles"] if o["id"] not in {w["id"] for w in weak["oracles"]}] == ["O-001"]
+    assert {b["id"]: b["oracles"] for b in weak["behaviors"]}["B-001"] == []
+    for probe_id in probe_ids("notes"):
+        name = f"probes/{probe_id}.json"
+        assert (SUITES / "notes-weak" / name).read_bytes() == (SUITES / "notes" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("suite", ["notes", "notes-weak", "review", "trace"])
 @pytest.mark.parametrize("command", ["compile", "seal"])
 def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -> None:
     result = subprocess.run(
@@ -30,7 +40,7 @@ def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -
     assert result.stdout.endswith("\n") and "\n" not in result.stdout[:-1], "one canonical JSON line"
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", ["notes", "notes-weak", "review", "trace"])
 def test_target_registry_cross_checks_with_the_contract(suite: str) -> None:
     registry = parse_targets((SUITES / suite / "targets.toml").read_text(encoding="utf-8"), f"{suite}/targets.toml")
     coverage = cross_check_targets(registry, [read(SUITES / suite / "contract.json")])
