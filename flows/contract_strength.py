@@ -47,12 +47,11 @@ from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
-    digest_bytes,
-    digest_directory,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
-from flows.lifecycle import FlowArgumentParser, start_flow_main
+from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
+from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
 from flows.output import write_artifact
 from flows.preflight import preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
@@ -87,8 +86,6 @@ BRIEF_FILE = "sealed-evaluator-brief.json"
 AGGREGATE_FILE = "strength-aggregate.json"
 COST_FILE = "preflight-cost.json"
 POLICY_FILE = "scoring-policy.json"
-#: What belongs to a suite's evaluation corpus (module docstring): digested into its corpus digest.
-CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
 
 
 @dataclass(frozen=True)
@@ -124,14 +121,8 @@ def _read(model: type, path: Path) -> Any:
 
 
 def corpus_digest_of(directory: Path) -> str:
-    """The directory digest of a suite's evaluation corpus (``CORPUS_MEMBERS``)."""
-    members: dict[str, str] = {}
-    for name in CORPUS_MEMBERS:
-        root = directory / name
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
-        for path in files:
-            members[path.relative_to(directory).as_posix()] = digest_bytes(path.read_bytes())
-    return digest_directory(members)
+    """The directory digest of a suite's evaluation corpus (``evalquality_core.suite.load.CORPUS_MEMBERS``; ``eval-quality suite digest``)."""
+    return suite_corpus_digest(directory)
 
 
 @dataclass(frozen=True)
@@ -634,17 +625,20 @@ def print_strength(run: StrengthRun) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
-    settings = start_flow_main("python -m flows.contract_strength", args.concurrency)
+    prog = "python -m flows.contract_strength"
+    settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
-    run = run_contract_strength(
-        settings,
-        task_runner=make_task_runner(args.task_runner, workers),
-        suites_dir=args.suites,
-        out_dir=args.out,
-        baseline=args.baseline,
-        mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
-        update_baseline_file=args.update_baseline,
-    )
+    with one_line_errors(prog):
+        check_leg_cache(prog, settings)
+        run = run_contract_strength(
+            settings,
+            task_runner=make_task_runner(args.task_runner, workers),
+            suites_dir=args.suites,
+            out_dir=args.out,
+            baseline=args.baseline,
+            mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
+            update_baseline_file=args.update_baseline,
+        )
     print_strength(run)
     return run.exit_code
 
