@@ -1,5 +1,8 @@
-"""``eval-quality probe``: run one ProbeRequest through its adapter (command line for cli, HTTP for api)
-and print the observation.
+"""``eval-quality probe``: run one ProbeRequest through its adapter and print the observation.
+
+A cli request runs through the command-line adapter, an api request through the HTTP adapter, an mcp
+request through the stdio MCP adapter (one tool-server session), each under the registry's entries of
+its kind.
 
 Our addition to the reference CLI (whose commands never spawn): a way to try one leg by hand, under a
 suite's target registry. ``--targets`` is a ``targets.toml``; its ``{python}`` placeholder is this
@@ -20,7 +23,13 @@ import click
 
 from evalquality_core.adapters.command_line import CommandLineAdapter, kill_all_live_groups
 from evalquality_core.adapters.http import HttpAdapter
-from evalquality_core.artifacts.port_messages import ApiProbeRequest, observation_to_wire, read_probe_request
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.artifacts.port_messages import (
+    ApiProbeRequest,
+    McpProbeRequest,
+    observation_to_wire,
+    read_probe_request,
+)
 from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
@@ -73,11 +82,13 @@ def probe_command(
     request = read_probe_request(read_json("request", request_path, "ProbeRequest"))
     if workdir is not None and not Path(workdir).is_dir():
         raise UsageError(f'--workdir "{workdir}" is not a directory')
-    adapter: CommandLineAdapter | HttpAdapter
-    if isinstance(request, ApiProbeRequest):  # api entries of the registry, through the HTTP adapter
+    adapter: CommandLineAdapter | HttpAdapter | McpStdioAdapter
+    if isinstance(request, McpProbeRequest):
+        adapter = McpStdioAdapter(registry.to_mcp_policy(_substitutions(settings)), workdir=workdir or ".")
+    elif isinstance(request, ApiProbeRequest):  # api entries of the registry, through the HTTP adapter
         adapter = HttpAdapter(registry.to_api_policy(_substitutions(settings)))
     else:
-        adapter = CommandLineAdapter(registry.to_policy(_substitutions(settings)), workdir=workdir if workdir is not None else ".")
+        adapter = CommandLineAdapter(registry.to_policy(_substitutions(settings)), workdir=workdir or ".")
     try:
         observation = adapter.probe(request)
     except BaseException as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
+from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
 from evalquality_core.probe.policy import CommandTargetPolicy, parse_command_target_policy
 
 __all__ = [
@@ -92,7 +93,7 @@ _API_CAMEL = {
 _API_TEMPLATED = ("host", "port", "addresses")
 #: Stand-ins used only to validate a templated api entry's shape at parse time.
 _API_STAND_INS = {"host": "placeholder.invalid", "port": 1, "addresses": "127.0.0.1"}
-_KINDS = ("cli", "api")
+_KINDS = ("cli", "api", "mcp")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 _TEMPLATED = ("target", "target_args", "cwd")
 
@@ -113,6 +114,8 @@ class TargetRegistry:
     api_entries: tuple[Mapping[str, Any], ...] = ()
     #: The ``[service]`` table (how an HTTP system under test is started), or ``None``.
     service: Mapping[str, Any] | None = None
+    #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
+    mcp_entries: tuple[Mapping[str, Any], ...] = ()
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""
@@ -136,6 +139,10 @@ class TargetRegistry:
             filled["cwd"] = fill(entry["cwd"])
             authorizations.append(filled)
         return parse_command_target_policy({"authorizations": authorizations}, self.source)
+
+    def to_mcp_policy(self, substitutions: Mapping[str, str] | None = None) -> McpTargetPolicy:
+        """The tool-server policy of the ``kind = "mcp"`` tables, placeholders filled."""
+        return mcp_policy_from_entries(self.mcp_entries, dict(substitutions or {}), self.source)
 
     def api_interfaces(self) -> list[str]:
         """The interface ids of the api entries, in declaration order (repeats kept once)."""
@@ -224,6 +231,7 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         raise _fault(source, "target must be an array of tables ([[target]])")
     entries: list[dict[str, Any]] = []
     api_entries: list[dict[str, Any]] = []
+    mcp_entries: list[dict[str, Any]] = []
     placeholders: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for index, table in enumerate(tables):
@@ -232,11 +240,18 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             raise _fault(source, f"{where} is not a table")
         kind = table.get("kind", "cli")
         if kind not in _KINDS:
-            raise _fault(source, f'{where} has kind {kind!r}; expected "cli" (the default) or "api"')
+            raise _fault(source, f'{where} has kind {kind!r}; expected "cli" (the default), "api" or "mcp"')
         if kind == "api":
             api_entry = _api_entry(table, where, source)
             placeholders.update(_api_placeholders(api_entry))
             api_entries.append(api_entry)
+            continue
+        if kind == "mcp":
+            mcp_entry, used = parse_mcp_target(table, source, where)
+            if any(other["interfaceId"] == mcp_entry["interfaceId"] for other in mcp_entries):
+                raise _fault(source, f"{where} registers tool server {mcp_entry['interfaceId']!r} a second time")
+            mcp_entries.append(mcp_entry)
+            placeholders.update(used)
             continue
         table = {key: value for key, value in table.items() if key != "kind"}
         extra = sorted(set(table) - set(TARGET_KEYS))
@@ -265,7 +280,7 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         placeholders.discard(service["port_placeholder"])  # filled per call by the service adapter
     return TargetRegistry(
         source=source, entries=tuple(entries), placeholders=frozenset(placeholders), api_entries=tuple(api_entries),
-        service=service,
+        service=service, mcp_entries=tuple(mcp_entries),
     )
 
 
