@@ -164,11 +164,18 @@ def _api_observation(number: int, step: Mapping[str, Any], request: Mapping[str,
     call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
     for name in ("path", "query", "header"):
         call_inputs[name] = dict(channels[name]) or None
-    call_inputs["body"] = channels["body"]["value"] if channels["body"]["kind"] == "json" else None
+    sent = channels["body"]
+    call_inputs["body"] = sent["value"] if sent["kind"] == "json" else None
+    call_inputs["bodyEncoding"] = None  # record 8: "raw" only for a raw body
+    if sent["kind"] == "raw":  # the record's reading of a raw call (artifacts/run_record.py)
+        call_inputs["body"] = {"base64": sent["base64"]}
+        call_inputs["header"] = {**(call_inputs["header"] or {}), "content-type": sent["contentType"]}
+        call_inputs["bodyEncoding"] = "raw"
     body = answer["body"]
     return {
         "observationId": f"obs-{number:03d}",
         "sequence": number,
+        "interfaceId": request["interfaceId"],
         "operationId": step["operationId"],
         "provenance": "baseline" if baseline else "evaluator-chosen",
         "principal": None,
