@@ -106,6 +106,12 @@ def resolve_oracles(contract: Mapping[str, Any], observations: Sequence[Mapping[
 
 
 def _home_operation(contract: Mapping[str, Any], signature: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "toolName" in signature:  # an mcp signature names its home operation by its tool
+        for interface in contract["permittedInterfaces"]:
+            for operation in interface["operations"]:
+                if interface["kind"] == "mcp" and operation.get("toolName") == signature["toolName"]:
+                    return operation
+        raise GenerationError(f"the defect signature's tool {signature['toolName']!r} names no operation of the contract")
     wanted = [signature["invocation"]["executable"], *signature["invocation"]["subcommandPath"]]
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:
