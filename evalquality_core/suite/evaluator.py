@@ -161,13 +161,23 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
     return out
 
 
+def _stamped(observation: dict[str, Any], interface_id: str) -> dict[str, Any]:
+    """The keys the written record stamp adds to an observation: ``interfaceId`` from record 7,
+    ``callInputs.bodyEncoding`` (null: no raw body is ever sent here) from record 8."""
+    if SealedRunRecord.WRITTEN_SCHEMA_VERSION >= 7:
+        observation = {**observation, "interfaceId": interface_id}
+    if SealedRunRecord.WRITTEN_SCHEMA_VERSION >= 8:
+        observation["callInputs"] = {**observation["callInputs"], "bodyEncoding": None}
+    return observation
+
+
 def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
     """An mcp answer as a sealed-run-record observation (preflight-adapter.md §2.2, 2.0.0 CHANGELOG):
     the result is the response body, ``responseStatus`` is 1 when the tool answered isError, else 0."""
     call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
     call_inputs["arguments"] = dict(request["channels"]["arguments"]) or None
     result = answer["result"]
-    return {
+    return _stamped({
         "observationId": f"obs-{number:03d}",
         "sequence": number,
         "operationId": step["operationId"],
@@ -181,7 +191,7 @@ def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str
         "stderr": {"kind": "absent"},
         "exitCode": answer.get("exitCode"),
         "artifacts": {},
-    }
+    }, request["interfaceId"])
 
 
 def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
@@ -192,7 +202,7 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
     for name in ("argument", "option", "environment"):
         call_inputs[name] = dict(channels[name]) or None
     call_inputs["stdin"] = channels["stdin"]["value"] if channels["stdin"]["kind"] == "json" else None
-    return {
+    return _stamped({
         "observationId": f"obs-{number:03d}",
         "sequence": number,
         "operationId": step["operationId"],
@@ -206,7 +216,7 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
         "stderr": answer["stderr"],
         "exitCode": answer["exitCode"],
         "artifacts": dict(answer["artifacts"]),
-    }
+    }, request["interfaceId"])
 
 
 def run_plan(suite: Suite, workspace_root: Path, adapter: Adapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -463,7 +473,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     actions = trial_dir / "actions.jsonl"
     actions.write_text("".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests), encoding="utf-8")
     resource_use = {"toolCalls": len(requests), "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
-    tools = [" ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
+    tools = [r["toolName"] if r["kind"] == "mcp" else " ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
     manifest = {
         "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,

@@ -235,7 +235,9 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         _expect(mutation is None, f"clean control {probe_id} must not declare a mutation")
         _, observations, digest = run_staged(suite, None, adapter)
         baseline = evidence_document(suite, probe, "baseline", None, observations, digest, oracle["id"])
-        failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != "true")
+        # An expects-violation oracle's check states the failure: it holds when the check resolves false.
+        violation = {o["id"] for o in suite.contract["oracles"] if o.get("polarity") == "expects-violation"}
+        failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != ("false" if k in violation else "true"))
         _expect(not failing, f"clean control {probe_id}: oracles {', '.join(failing)} do not hold on the clean system")
         data = pretty(baseline)
         out.files[evidence_dir / "baseline.json"] = data
