@@ -22,7 +22,13 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from evalquality_core.artifacts.base import ArtifactModel, JsonValue, NonEmptyStr, Slug
-from evalquality_core.artifacts.contract import AbsentPayload, JsonPayload, TaggedPayload, TextPayload
+from evalquality_core.artifacts.contract import (
+    AbsentPayload,
+    JsonPayload,
+    RawBody,
+    TaggedPayload,
+    TextPayload,
+)
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.canonical.json import check_value_domain
 from evalquality_core.faults import RuntimeFault
@@ -74,14 +80,6 @@ SignedInt = Annotated[int, Field(ge=-(2**53 - 1), le=2**53 - 1)]
 Observed = TaggedPayload
 #: A command's stdin (§3.1): the same three tags.
 Stdin = TaggedPayload
-
-
-class RawBody(ArtifactModel):
-    """``{kind:"raw", base64, contentType}`` (newest ``probe-body.ts``)."""
-
-    kind: Literal["raw"]
-    base64: Annotated[str, Field(pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]
-    content_type: NonEmptyStr
 
 
 #: An api request body.

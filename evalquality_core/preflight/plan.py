@@ -13,13 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalquality_core.artifacts.base import check_stamp
+from evalquality_core.artifacts.contract import EvalContract
+from evalquality_core.artifacts.probe import Probe
 from evalquality_core.faults import RuntimeFault, StructuralFailure
-from evalquality_core.registries import SUPPORTED_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
+from evalquality_core.registries import PREFLIGHT_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
 
-#: The probe schema version pre-flight reads (§1.1).
-PROBE_SCHEMA_VERSION = 5
-#: Contract stamps read as one shape (00-overview.md "Schema versions we read").
-CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5)
+#: The probe schema versions pre-flight reads (§1.1): every stamp the Probe model reads.
+PROBE_SCHEMA_VERSIONS: tuple[int, ...] = Probe.ACCEPTED_SCHEMA_VERSIONS
+#: The contract stamps pre-flight reads: every stamp the EvalContract model reads.
+CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = EvalContract.ACCEPTED_SCHEMA_VERSIONS
 #: Bases of the minted control-leg ids (§1.4).
 CONTROL_OBSERVE_BASE = "preflight-control-observe"
 CONTROL_MUTATE_BASE = "preflight-control-mutate"
@@ -29,9 +32,6 @@ TRANSPORT_CHANNELS: tuple[str, ...] = ("path", "query", "header", "body")
 COMMAND_CHANNELS: tuple[str, ...] = ("argument", "option", "environment", "stdin")
 #: A tool call has one channel, its arguments (§1.6, 2.0.0 and later).
 TOOL_CHANNELS: tuple[str, ...] = ("arguments",)
-#: The kinds pre-flight plans legs for: every kind the registry supports, and mcp tool calls (the
-#: stdio MCP adapter answers them).
-PLANNABLE_INTERFACE_KINDS: tuple[str, ...] = tuple(dict.fromkeys((*SUPPORTED_INTERFACE_KINDS, "mcp")))
 _CHANNELS_BY_KIND: Mapping[str, tuple[str, ...]] = {
     "api": TRANSPORT_CHANNELS,
     "cli": COMMAND_CHANNELS,
@@ -102,40 +102,56 @@ def _operation_path(interface_id: str, operation_id: str) -> str:
 
 
 def check_probe_stamps(probes: Sequence[Any]) -> None:
-    """§1.1: every probe's ``schemaVersion`` must be the one pre-flight reads, checked before parsing."""
+    """§1.1: every probe's ``schemaVersion`` must be one pre-flight reads, checked before parsing.
+
+    A probe that is not an object or whose stamp is missing or not an integer cannot be parsed at
+    all: ``schema-parse-failure`` at ``Probe`` (§2.6). An integer we do not read is
+    ``schema-version-mismatch`` at ``Probe[probeId=…].schemaVersion`` (7.0.0).
+    """
     for probe in probes:
         stamp = probe.get("schemaVersion") if isinstance(probe, Mapping) else None
-        if stamp != PROBE_SCHEMA_VERSION or isinstance(stamp, bool):
-            probe_id = probe.get("probeId") if isinstance(probe, Mapping) else None
+        if not isinstance(stamp, int) or isinstance(stamp, bool):
+            what = "not an object" if not isinstance(probe, Mapping) else f"stamped {stamp!r}, not an integer"
+            raise RuntimeFault("schema-parse-failure", "Probe", f"a probe is {what}")
+        if stamp not in PROBE_SCHEMA_VERSIONS:
+            probe_id = probe.get("probeId")
             where = f"Probe[probeId={probe_id}]" if isinstance(probe_id, str) else "Probe"
+            accepted = ", ".join(str(v) for v in PROBE_SCHEMA_VERSIONS)
             raise RuntimeFault(
                 "schema-version-mismatch",
                 f"{where}.schemaVersion",
-                f"schemaVersion {stamp!r} is not the probe version pre-flight reads ({PROBE_SCHEMA_VERSION})",
+                f"schemaVersion {stamp!r} is not a probe version pre-flight reads ({accepted})",
             )
 
 
 def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> None:
     """§1.1: every probe's stamp, then the contract's, before anything is planned."""
     check_probe_stamps(probes)
-    stamp = contract.get("schemaVersion")
-    if stamp not in CONTRACT_SCHEMA_VERSIONS or isinstance(stamp, bool):
-        accepted = ", ".join(str(v) for v in CONTRACT_SCHEMA_VERSIONS)
-        raise RuntimeFault(
-            "schema-version-mismatch",
-            "EvalContract.schemaVersion",
-            f"schemaVersion {stamp!r} is not one we read ({accepted})",
-        )
+    check_stamp(EvalContract, contract, "EvalContract")
+
+
+def _check_interface_identifiers(contract: Mapping[str, Any]) -> None:
+    """7.0.1: two permitted interfaces sharing a ``logicalId`` are refused, as compile refuses them."""
+    seen: set[str] = set()
+    for interface in contract["permittedInterfaces"]:
+        logical_id = interface["logicalId"]
+        if logical_id in seen:
+            raise StructuralFailure(
+                "duplicate-interface-identifier",
+                f"EvalContract.permittedInterfaces[logicalId={logical_id}]",
+                f'two permitted interfaces share the logicalId "{logical_id}"',
+            )
+        seen.add(logical_id)
 
 
 def _check_interface_kinds(contract: Mapping[str, Any]) -> None:
     for interface in contract["permittedInterfaces"]:
-        if interface["kind"] not in PLANNABLE_INTERFACE_KINDS:
+        if interface["kind"] not in PREFLIGHT_INTERFACE_KINDS:
             raise StructuralFailure(
                 "unsupported-interface-kind",
                 f"EvalContract.permittedInterfaces[logicalId={interface['logicalId']}].kind",
                 f'interface kind "{interface["kind"]}" is not one pre-flight can probe '
-                f"({', '.join(PLANNABLE_INTERFACE_KINDS)})",
+                f"({', '.join(PREFLIGHT_INTERFACE_KINDS)})",
             )
 
 
@@ -316,6 +332,7 @@ def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> Preflig
     contract = _wire(contract)
     probes = [_wire(probe) for probe in probes]
     _check_stamps(contract, probes)
+    _check_interface_identifiers(contract)
     _check_interface_kinds(contract)
 
     minter = _IdMinter(_taken_ids(contract, probes))

@@ -161,25 +161,17 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
     return out
 
 
-def _stamped(observation: dict[str, Any], interface_id: str) -> dict[str, Any]:
-    """The keys the written record stamp adds to an observation: ``interfaceId`` from record 7,
-    ``callInputs.bodyEncoding`` (null: no raw body is ever sent here) from record 8."""
-    if SealedRunRecord.WRITTEN_SCHEMA_VERSION >= 7:
-        observation = {**observation, "interfaceId": interface_id}
-    if SealedRunRecord.WRITTEN_SCHEMA_VERSION >= 8:
-        observation["callInputs"] = {**observation["callInputs"], "bodyEncoding": None}
-    return observation
-
-
 def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
     """An mcp answer as a sealed-run-record observation (preflight-adapter.md §2.2, 2.0.0 CHANGELOG):
     the result is the response body, ``responseStatus`` is 1 when the tool answered isError, else 0."""
     call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
     call_inputs["arguments"] = dict(request["channels"]["arguments"]) or None
+    call_inputs["bodyEncoding"] = None  # record 8 (6.0.0): a tool call sends no raw body
     result = answer["result"]
-    return _stamped({
+    return {
         "observationId": f"obs-{number:03d}",
         "sequence": number,
+        "interfaceId": request["interfaceId"],  # record 7 (5.0.0): the (interfaceId, operationId) pair
         "operationId": step["operationId"],
         "provenance": "baseline" if baseline else "evaluator-chosen",
         "principal": None,
@@ -191,7 +183,7 @@ def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str
         "stderr": {"kind": "absent"},
         "exitCode": answer.get("exitCode"),
         "artifacts": {},
-    }, request["interfaceId"])
+    }
 
 
 def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
@@ -202,9 +194,11 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
     for name in ("argument", "option", "environment"):
         call_inputs[name] = dict(channels[name]) or None
     call_inputs["stdin"] = channels["stdin"]["value"] if channels["stdin"]["kind"] == "json" else None
-    return _stamped({
+    call_inputs["bodyEncoding"] = None  # record 8 (6.0.0): no raw body on a command call
+    return {
         "observationId": f"obs-{number:03d}",
         "sequence": number,
+        "interfaceId": request["interfaceId"],  # record 7 (5.0.0): the (interfaceId, operationId) pair
         "operationId": step["operationId"],
         "provenance": "baseline" if baseline else "evaluator-chosen",
         "principal": None,
@@ -216,7 +210,7 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
         "stderr": answer["stderr"],
         "exitCode": answer["exitCode"],
         "artifacts": dict(answer["artifacts"]),
-    }, request["interfaceId"])
+    }
 
 
 def run_plan(suite: Suite, workspace_root: Path, adapter: Adapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
