@@ -45,7 +45,7 @@ def test_an_mcp_leg_runs_once_and_its_twin_is_answered_from_the_cache(tmp_path: 
     assert first.source == "spawned"
     assert first.observation["kind"] == "mcp" and first.observation["isError"] is False
     assert first.observation["result"]["value"] == {"ok": True, "noteId": "n-the-first-note",
-                                                    "filedAt": "2026-01-01T00:00:01Z"}
+                                                    "filedAt": "2026-01-01T00:00:01Z", "noteCount": 3}
     twin = spawn_leg.fn("notes-tools", "P-002", "twin", job("twin"))
     assert twin.source == "cache" and twin.observation["probeId"] == "twin"
     assert len(staged) == 1
