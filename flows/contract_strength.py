@@ -41,6 +41,7 @@ from typing import Any
 from prefect import flow
 from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
@@ -383,7 +384,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     floors = floors_of(suite.directory)
     contract = compile_task(suite.contract)
     return _PreparedSuite(
-        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
+        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
+        contract, seal_task(quote(contract)), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
     )
 
 
@@ -412,7 +415,7 @@ def _submit_scores(
         submitted[key] = score_task.submit(
             suite.name,
             probe["probeId"],
-            prepared.contract,
+            quote(prepared.contract),
             probe,
             trials.records,
             prepared.policy,

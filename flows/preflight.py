@@ -183,8 +183,14 @@ def _submit_legs(
             owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(owner, leg.leg_id)),
+                key=leg_key(
+                    leg.request,
+                    item.suite.policy,
+                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
+                    mcp_policy=item.suite.mcp_policy,
+                ),
                 policy=item.suite.policy,
+                mcp_policy=item.suite.mcp_policy,
                 stage=item.suite.stager(owner, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]

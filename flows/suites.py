@@ -24,6 +24,7 @@ from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite import load as suite_load
@@ -46,6 +47,8 @@ class Suite:
     policy: CommandTargetPolicy
     #: mutation id (None for the clean system) → digest of the staged system and fixtures.
     staged_digests: Mapping[str | None, str] = field(default_factory=dict)
+    #: The registry's tool servers (``kind = "mcp"`` entries); ``None`` when it registers none.
+    mcp_policy: McpTargetPolicy | None = None
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
@@ -143,7 +146,9 @@ def load_suite(directory: Path) -> Suite:
             text = targets_path.read_text(encoding="utf-8")
         except OSError as problem:
             raise SuiteLoadError(f"{targets_path}: {problem}") from None
-        policy = parse_targets(text, str(targets_path)).to_policy(_substitutions())
+        registry = parse_targets(text, str(targets_path))
+        policy = registry.to_policy(_substitutions())
+        mcp_policy = registry.to_mcp_policy(_substitutions()) if registry.mcp_entries else None
         staged = _staged_digests(directory, probes)
     except EvalQualityFault as fault:
         raise SuiteLoadError(f"{directory.name}: {fault.code}: {fault.artifact_path}: {fault.detail}") from None
@@ -151,7 +156,7 @@ def load_suite(directory: Path) -> Suite:
         raise
     except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
         raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
-    return Suite(directory.name, directory, contract, probes, policy, staged)
+    return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy)
 
 
 def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:

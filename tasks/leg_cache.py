@@ -58,7 +58,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from evalquality_core.artifacts.port_messages import CliProbeObservation, read_probe_observation
+from evalquality_core.artifacts.port_messages import (
+    CliProbeObservation,
+    McpProbeObservation,
+    read_probe_observation,
+)
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.canonical.json import canonical_bytes, scan_json
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
@@ -168,8 +172,8 @@ def decode_entry(key: str, text: Any) -> dict[str, Any]:
         observation = read_probe_observation(record.get("observation"))
     except EvalQualityFault as fault:
         raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
-    if not isinstance(observation, CliProbeObservation):
-        raise EntryRejected("its observation is not a cli observation")
+    if not isinstance(observation, CliProbeObservation | McpProbeObservation):
+        raise EntryRejected("its observation is not a cli or mcp observation")
     return record
 
 
