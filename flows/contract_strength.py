@@ -275,6 +275,7 @@ def contract_strength(
     mode: str = "default",
     update_baseline_file: bool = False,
     fail_on_movement: bool = False,
+    suites: list[str] | None = None,
 ) -> StrengthRun:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -298,8 +299,10 @@ def contract_strength(
         cache_dir=str(settings.leg_cache_dir),
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
+        suites=suites,
     )
-    suites, load_problems = load_suites(suites_root)
+    only = suites
+    suites, load_problems = load_suites(suites_root, only)
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"

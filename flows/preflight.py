@@ -78,19 +78,27 @@ def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Pa
 
 
 @flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
-def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str, mode: str = "default") -> PreflightRun:
-    """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``."""
+def preflight(
+    suites_dir: str,
+    out_dir: str,
+    cache_dir: str,
+    workspaces_dir: str,
+    mode: str = "default",
+    suites: list[str] | None = None,
+) -> PreflightRun:
+    """Pre-flight every probe of every suite under ``suites_dir`` (or of the named ``suites`` only);
+    write verdicts under ``out_dir``."""
     if mode not in LEG_CACHE_MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     reclaim_workspaces(Path(workspaces_dir))
-    suites, problems = load_suites(Path(suites_dir))
+    loaded, problems = load_suites(Path(suites_dir), suites)
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
     keys: set[str] = set()
     try:
-        planned = _plan_all(suites, failures)
+        planned = _plan_all(loaded, failures)
         futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
         # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
         pending = [(item, _submit_reduce(item, futures)) for item in planned]

@@ -9,6 +9,7 @@ abort signal the flow sets when it is interrupted. Run names are ``<suite>/<prob
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,8 +36,13 @@ from tasks.workspace import leg_workspace
 Stager = Callable[[Path], Any]
 
 
+@functools.cache
 def tool_version() -> str:
-    """The version that enters every leg key: the package version plus the stage code version."""
+    """The version that enters every leg key: the package version plus the stage code version.
+
+    Read once per process: the metadata lookup costs milliseconds, and it was paid per leg in the flow
+    thread (benchmarks/bench_scale.py found it: a third of a cached re-run's per-leg overhead).
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
