@@ -25,6 +25,7 @@ Nothing is written outside temp directories; the table is printed at the end (an
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -66,7 +67,7 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
     os.environ["EVALQUALITY_HOME"] = str(home)
     os.environ.pop("PREFECT_HOME", None)
     sys.path.insert(0, str(PROJECT))
-    import flows  # noqa: F401  (configures Prefect's home and logging before Prefect is imported)
+    importlib.import_module("flows")  # configures Prefect's home and logging before Prefect is imported
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
     from prefect.task_runners import ThreadPoolTaskRunner

@@ -38,7 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import flows  # noqa: F401  (configures Prefect's home and logging before Prefect is imported)
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment

@@ -25,7 +25,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from corpus.tools.staging import SUITES_ROOT, StagingError, load_mutations, suite_names
+from corpus.tools import SUITES_ROOT
+from evalquality_core.suite.load import StagingError, load_mutations, suite_names
 
 #: What a pre-flight of a suite reads; evidence/ and trials/ stay behind.
 COPIED: tuple[str, ...] = ("contract.json", "probes", "mutations", "suite.toml", "targets.toml", "fixtures", "system")
@@ -55,7 +56,7 @@ def synthesize(count: int, out: Path, templates: Sequence[str] | None = None, so
     baseline beside them; return the suite folders."""
     if count < 1:
         raise ValueError("--suites must be at least 1")
-    names = list(templates or suite_names())
+    names = list(templates or suite_names(source))
     if not names:
         raise StagingError(f"{source}: no template suite")
     recorded = json.loads((source.parent / BASELINE).read_text(encoding="utf-8"))["probes"]
