@@ -287,7 +287,7 @@ def contract_strength(
     pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         suites=suites,

@@ -110,7 +110,7 @@ def preflight(
         kill_all_live_groups()
         raise
     release_invocation(invocation)
-    close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
+    close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
     write_artifact(out / "preflight-summary.json", run.to_json())
@@ -230,7 +230,7 @@ def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> Preflig
     return preflight.with_options(task_runner=runner)(
         suites_dir=str(settings.suites_dir),
         out_dir=str(settings.out_dir),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
     )

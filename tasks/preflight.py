@@ -136,7 +136,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer 
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
     environment, not a bug), and ``result()`` re-raises the fault itself.
     """
-    cache = open_leg_cache(Path(job.cache_dir), job.cache_mode, job.invocation)
+    cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
     try:
         return cache.answer(job.key, job.request, lambda: _spawn(job))
     except EvalQualityFault as fault:

@@ -20,12 +20,16 @@ filesystem (SQLite's locking is not reliable there), which is what this store is
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
-from evalquality_core.faults import RuntimeFault
+from evalquality_core.canonical import canonical_bytes, digest_artifact
+from evalquality_core.faults import EvalQualityFault, RuntimeFault
 
 TABLE = "evalquality_leg_cache"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -165,3 +169,100 @@ class PostgresLegStore:
         for connection in connections:
             with contextlib.suppress(Exception):
                 connection.close()  # type: ignore[attr-defined]
+
+
+def encode_entry(key: str, record: Mapping[str, Any]) -> str:
+    """An entry as stored: canonical JSON of the record plus the digest binding it to its key."""
+    body = {**record, "key": key}
+    return canonical_bytes({**body, "entryDigest": digest_artifact(body)}).decode("utf-8")
+
+
+def decode_entry(key: str, text: str) -> dict[str, Any] | None:
+    """The record of a stored entry, or None when it does not verify (not JSON, another key's entry,
+    a digest that does not match, no observation): such an entry is never served."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or value.get("key") != key or not isinstance(value.get("observation"), dict):
+        return None
+    claimed = value.pop("entryDigest", None)
+    try:
+        if claimed != digest_artifact(value):
+            return None
+    except EvalQualityFault:
+        return None
+    return value
+
+
+class PostgresLegCache:
+    """The leg cache on :class:`PostgresLegStore`, with the diskcache cache's rules (tasks/leg_cache.py):
+    faults never cached, a hit re-stamped, single flight, modes ``default`` / ``force`` / ``from-cache``."""
+
+    def __init__(self, url: str, mode: str = "default") -> None:
+        from tasks.leg_cache import LEG_CACHE_MODES
+
+        if mode not in LEG_CACHE_MODES:
+            raise ValueError(f"leg cache mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
+        self.store = PostgresLegStore(url)
+        self.directory = self.store.location  # named in messages, as the diskcache directory is
+        self.mode = mode
+        self._refreshed: set[str] = set()
+        self._guard = threading.Lock()
+
+    def close(self) -> None:
+        """Close the store's connections."""
+        self.store.close()
+
+    def lookup(self, key: str) -> Mapping[str, Any] | None:
+        """The verified record of a key, or None (absent, or an entry that does not verify)."""
+        text = self.store.read(key)
+        return None if text is None else decode_entry(key, text)
+
+    def _servable(self, key: str) -> Mapping[str, Any] | None:
+        record = self.lookup(key)
+        if record is None:
+            return None
+        if self.mode == "force":
+            with self._guard:
+                if key not in self._refreshed:
+                    return None
+        return record
+
+    def answer(self, key: str, request: Mapping[str, Any], spawn: Callable[[], Mapping[str, Any]]) -> Any:
+        """Answer a leg from the table, or by ``spawn()`` once across every process sharing the database."""
+        from tasks.leg_cache import LegAnswer, restamp
+
+        record = self._servable(key)
+        if record is not None:
+            return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
+        if self.mode == "from-cache":
+            raise RuntimeFault(
+                "port-failure",
+                "ProbeRequest",
+                f'leg "{request["probeId"]}" has no cached observation in {self.directory} (key {key[:16]}); '
+                "run the pre-flight once without --from-cache to fill the cache",
+            )
+        with self.store.single_flight(key):
+            record = self._servable(key)  # another thread, process or machine may have answered meanwhile
+            if record is not None:
+                return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
+            started = time.perf_counter()
+            observation = dict(spawn())
+            elapsed = time.perf_counter() - started
+            entry = {
+                "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "elapsedMs": round(elapsed * 1000),
+                "request": _environment_names_only(request),
+                "observation": observation,
+            }
+            self.store.write(key, encode_entry(key, entry))
+            with self._guard:
+                self._refreshed.add(key)
+        return LegAnswer(restamp(observation, request), "spawned", elapsed, key)
+
+
+def _environment_names_only(request: Mapping[str, Any]) -> dict[str, Any]:
+    from tasks.leg_cache import _environment_names_only as names_only
+
+    return names_only(request)
