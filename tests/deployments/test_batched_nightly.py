@@ -75,34 +75,62 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=20)
 
 
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError):
-            found += [int(child) for child in (task / "children").read_text().split()]
-    return found
+def _environment(pid: int) -> dict[bytes, bytes]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
 
 
-def _flow_run_processes(workers: list[subprocess.Popen[bytes]]) -> list[int]:
-    """Pids of the flow-run processes the workers started (``python -m prefect.engine``), with descendants
-    searched one level down (the worker may start the engine through a helper)."""
+def _flow_run_processes(marker: str) -> list[int]:
+    """Pids of the flow-run processes (``python -m prefect.engine``) the workers started for this test:
+    their environment carries this test's leg cache URL (other sessions on the machine run engines too)."""
     found = []
-    for worker in workers:
-        for child in _children(worker.pid):
-            with contextlib.suppress(OSError):
-                if b"prefect.engine" in Path(f"/proc/{child}/cmdline").read_bytes():
-                    found.append(child)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if b"prefect.engine" in (entry / "cmdline").read_bytes():
+                if _environment(int(entry.name)).get(b"EVALQUALITY_LEG_CACHE") == marker.encode():
+                    found.append(int(entry.name))
     return found
 
 
-def _count_entries(cluster: Cluster, database: str) -> int:
+def _stored_keys(cluster: Cluster, database: str) -> set[str]:
     import psycopg
 
     with psycopg.connect(cluster.url(database), autocommit=True) as connection:
         exists = connection.execute("SELECT to_regclass('evalquality_leg_cache') IS NOT NULL").fetchone()[0]
         if not exists:
-            return 0
-        return int(connection.execute("SELECT count(*) FROM evalquality_leg_cache").fetchone()[0])
+            return set()
+        return {str(row[0]) for row in connection.execute("SELECT key FROM evalquality_leg_cache")}
+
+
+def leg_keys(names: list[str]) -> set[str]:
+    """The distinct leg cache keys of the named corpus suites, planned here without Prefect or a cache."""
+    from evalquality_core.compile.pipeline import compile_contract
+    from evalquality_core.preflight.plan import plan_preflight
+    from flows.preflight import run_id_of
+    from flows.suites import load_suites
+    from tasks.preflight import leg_key
+
+    suites, problems = load_suites(SUITES, names)
+    assert not problems
+    keys = set()
+    for suite in suites:
+        contract = compile_contract(suite.contract)
+        for probe in suite.probes:
+            plan = plan_preflight(contract, [probe], run_id_of(suite.name, probe["probeId"]))
+            keys.update(
+                leg_key(leg.request, suite.policy, suite.staged_digest_of_leg(probe, leg.leg_id)) for leg in plan.legs
+            )
+    return keys
+
+
+def _batch_of(pid: int, api: str) -> list[str]:
+    """The suites of the batch a flow-run process runs (its flow run id is in its environment)."""
+    import httpx
+
+    run_id = _environment(pid)[b"PREFECT__FLOW_RUN_ID"].decode()
+    return list(httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).json()["parameters"]["suites"])
 
 
 @pytest.fixture(scope="module")
@@ -161,8 +189,9 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
                      reference_env)
     assert reference.returncode in (0, 1, 2), reference.stderr[-2000:]
     reference_summary = json.loads((tmp_path / "reference" / "preflight-summary.json").read_text())
-    distinct = reference_summary["legsSpawned"]
-    assert distinct > 0
+    names = sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file())
+    distinct = len(leg_keys(names))
+    assert reference_summary["legsSpawned"] == distinct > 0  # the independent plan agrees with the flow
 
     pool = "eval-pool"
     created = _run(["prefect", "work-pool", "create", pool, "--type", "process"], shared, timeout=120)
@@ -170,8 +199,13 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
     deployed = _run([sys.executable, "-m", "deployments.batched_nightly", "deploy", "--pool", pool], shared, 180)
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     logs = [open(tmp_path / f"worker-{n}.log", "wb") for n in (1, 2)]  # noqa: SIM115
+    # One leg at a time in each batch, so a batch is caught with some (not all) of its legs answered.
+    worker_env = {**shared, "EVALQUALITY_CONCURRENCY": "1"}
     workers = [
-        subprocess.Popen(["prefect", "worker", "start", "--pool", pool, "--limit", "1"], env=shared, cwd=PROJECT,
+        # Started by this interpreter's path: the leg key holds the resolved target ({python} is the
+        # interpreter's path), so the workers' legs share keys with the single-process run's.
+        subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "1"],
+                         env=worker_env, cwd=PROJECT,
                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         for log in logs
     ]
@@ -183,19 +217,32 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
             env=shared, cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,
         )
-        # Kill one batch's flow-run process once it has answered a few legs (and is still running).
-        killed_at = None
+        # Kill a batch's flow-run process once it has answered two of its legs (and is still running).
+        killed: tuple[list[str], set[str]] | None = None
         deadline = time.monotonic() + 400
-        while killed_at is None and time.monotonic() < deadline and night.poll() is None:
-            answered = _count_entries(cluster, legs_db)
-            running = _flow_run_processes(workers)
-            if answered >= 3 and running:
-                os.kill(running[0], signal.SIGKILL)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(running[0], 0)
-                killed_at = _count_entries(cluster, legs_db)  # nothing more can come from the dead process
+        batch_keys = {tuple(batch): leg_keys(batch) for batch in split_batches(names, 2)}
+        batch_of_pid: dict[int, list[str]] = {}
+        seen: list[str] = []
+        while killed is None and time.monotonic() < deadline and night.poll() is None:
+            stored = _stored_keys(cluster, legs_db)
+            engines = _flow_run_processes(shared["EVALQUALITY_LEG_CACHE"])
+            seen.append(f"{len(stored)}:{engines}")
+            for pid in engines if len(stored) >= 2 else []:
+                try:
+                    if pid not in batch_of_pid:
+                        batch_of_pid[pid] = _batch_of(pid, prefect_server["PREFECT_API_URL"])
+                except (OSError, KeyError) as problem:  # gone meanwhile, or not a flow-run process yet
+                    seen.append(repr(problem))
+                    continue
+                suites = batch_of_pid[pid]
+                mine = batch_keys[tuple(suites)]
+                if len(stored & mine) >= 2 and len(stored & mine) < len(mine):
+                    os.kill(pid, signal.SIGKILL)
+                    time.sleep(0.5)  # the process is gone: nothing more can come from it
+                    killed = (suites, _stored_keys(cluster, legs_db) & mine)
+                    break
             time.sleep(0.05)
-        assert killed_at is not None, "no batch was caught running with answered legs"
+        assert killed is not None, f"no batch was caught running with some, not all, of its legs answered {seen[-60:]}"
         stdout, stderr = night.communicate(timeout=600)
     finally:
         if night is not None and night.poll() is None:
@@ -214,8 +261,18 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
     assert all(line in stdout for line in reference_gate)
     summary = json.loads((out / "nightly-batches.json").read_text())
     assert len(summary["batches"]) == 2
-    # No request spawned twice: the finished batches spawned exactly the legs the killed attempt had not
-    # answered, and the shared cache holds one entry per distinct request of the single-process night.
-    spawned = sum(batch["legsSpawned"] for batch in summary["batches"])
-    assert spawned == distinct - killed_at, (spawned, distinct, killed_at)
-    assert _count_entries(cluster, legs_db) == distinct
+    # No request spawned twice: the retried batch spawned exactly the legs its killed attempt had not
+    # answered, the other batch each of its own once, and the shared cache holds one entry per distinct
+    # request of the single-process night.
+    killed_suites, answered_by_killed = killed
+    for batch in summary["batches"]:
+        own = leg_keys(batch["suites"])
+        expected = len(own - answered_by_killed) if batch["suites"] == killed_suites else len(own)
+        assert batch["legsSpawned"] == expected, (batch, len(own), len(answered_by_killed))
+    assert _stored_keys(cluster, legs_db) == leg_keys(names)
+    # Prefect retried the killed batch as a new flow run: three batch runs, one of them Crashed.
+    import httpx
+
+    runs = httpx.post(f"{prefect_server['PREFECT_API_URL']}/flow_runs/filter",
+                      json={"flows": {"name": {"any_": ["contract-strength-batch"]}}}, timeout=30).json()
+    assert sorted(run["state_type"] for run in runs) == ["COMPLETED", "COMPLETED", "CRASHED"], runs
