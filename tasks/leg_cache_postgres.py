@@ -5,9 +5,13 @@ diskcache store stays the default for one machine; its SQLite file must never si
 filesystem (SQLite's locking is not reliable there), which is what this store is for.
 
 * **Entries.** Table ``evalquality_leg_cache(key text primary key, entry text, written_at)``: ``entry``
-  is the same canonical-JSON text the diskcache store keeps, bound to its key by digest and verified
-  on read by the leg cache (a row that fails verification is never served). Written in one autocommit
+  is the same canonical-JSON text the default SQLite store keeps (``tasks/leg_cache.py``
+  ``encode_entry``), bound to its key by digests and verified on every read by ``LegCache`` (a row that
+  fails verification is deleted, reported, and its leg runs again). Written in one autocommit
   statement after the observation is complete, so a kill never leaves a partial entry.
+* **Errors.** A database that cannot be reached or set up when the cache opens is ``LegCacheUnusable``
+  (one line, exit 74, as for a broken SQLite file); a failure mid-run fails that leg with a
+  ``port-failure`` fault (never cached; the run goes on and the next run tries again).
 * **Single flight.** Identical requests spawn once across threads, processes and machines: the spawn
   runs under the session-level advisory lock ``pg_try_advisory_lock(<first 64 bits of the key>)`` held
   on the spawning thread's own connection. When the holder dies (SIGKILL, a lost machine) its
@@ -20,16 +24,12 @@ filesystem (SQLite's locking is not reliable there), which is what this store is
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from evalquality_core.canonical import canonical_bytes, digest_artifact
-from evalquality_core.faults import EvalQualityFault, RuntimeFault
+from evalquality_core.faults import RuntimeFault
 
 TABLE = "evalquality_leg_cache"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -66,7 +66,7 @@ def lock_id(key: str) -> int:
 
 
 class PostgresLegStore:
-    """Raw entries and single-flight locks in one PostgreSQL database (module docstring).
+    """The ``LegStore`` (tasks/leg_cache.py) on one PostgreSQL database (module docstring).
 
     One connection per thread that uses it (advisory locks are held by a session, so a lock and the
     spawn it guards must stay on one connection), all closed by :meth:`close`.
@@ -80,14 +80,21 @@ class PostgresLegStore:
         self._local = threading.local()
         self._connections: list[object] = []
         self._guard = threading.Lock()
-        with self._errors("create the table"):
-            connection = self._connection()
-            with connection.transaction():
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                connection.execute(
-                    f"CREATE TABLE IF NOT EXISTS {TABLE} ("
-                    "key text PRIMARY KEY, entry text NOT NULL, written_at timestamptz NOT NULL DEFAULT now())"
-                )
+        try:
+            with self._errors("create the table"):
+                connection = self._connection()
+                with connection.transaction():
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                    connection.execute(
+                        f"CREATE TABLE IF NOT EXISTS {TABLE} ("
+                        "key text PRIMARY KEY, entry text NOT NULL, written_at timestamptz NOT NULL DEFAULT now())"
+                    )
+        except RuntimeFault as fault:
+            from tasks.leg_cache import LegCacheUnusable
+
+            raise LegCacheUnusable(
+                f"{fault.detail}; check EVALQUALITY_LEG_CACHE and that the server is up"
+            ) from None
 
     @contextlib.contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -121,13 +128,13 @@ class PostgresLegStore:
             with contextlib.suppress(Exception):
                 connection.close()
 
-    def read(self, key: str) -> str | None:
+    def get(self, key: str) -> str | None:
         """The stored entry text of a key, or None."""
         with self._errors("read an entry"):
             row = self._connection().execute(f"SELECT entry FROM {TABLE} WHERE key = %s", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def write(self, key: str, entry: str) -> None:
+    def put(self, key: str, entry: str) -> None:
         """Store (or, in force mode, replace) a key's entry in one statement."""
         with self._errors("write an entry"):
             self._connection().execute(
@@ -136,13 +143,21 @@ class PostgresLegStore:
                 (key, entry),
             )
 
-    def delete(self, key: str) -> None:
-        """Remove a key's entry (one that failed verification)."""
+    def delete(self, key: str, entry: str | None = None) -> None:
+        """Remove a key's entry (only if it still is ``entry``, when given: one that failed verification)."""
         with self._errors("delete an entry"):
-            self._connection().execute(f"DELETE FROM {TABLE} WHERE key = %s", (key,))
+            if entry is None:
+                self._connection().execute(f"DELETE FROM {TABLE} WHERE key = %s", (key,))
+            else:
+                self._connection().execute(f"DELETE FROM {TABLE} WHERE key = %s AND entry = %s", (key, entry))
+
+    def count(self) -> int:
+        """How many entries are stored."""
+        with self._errors("count the entries"):
+            return int(self._connection().execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
 
     @contextlib.contextmanager
-    def single_flight(self, key: str, abort: threading.Event | None = None) -> Iterator[None]:
+    def claim(self, key: str, abort: threading.Event | None = None) -> Iterator[None]:
         """Hold the key's advisory lock (waiting for another holder, in any process, to finish or die)."""
         ident = lock_id(key)
         with self._errors("take the single-flight lock"):
@@ -170,99 +185,3 @@ class PostgresLegStore:
             with contextlib.suppress(Exception):
                 connection.close()  # type: ignore[attr-defined]
 
-
-def encode_entry(key: str, record: Mapping[str, Any]) -> str:
-    """An entry as stored: canonical JSON of the record plus the digest binding it to its key."""
-    body = {**record, "key": key}
-    return canonical_bytes({**body, "entryDigest": digest_artifact(body)}).decode("utf-8")
-
-
-def decode_entry(key: str, text: str) -> dict[str, Any] | None:
-    """The record of a stored entry, or None when it does not verify (not JSON, another key's entry,
-    a digest that does not match, no observation): such an entry is never served."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or value.get("key") != key or not isinstance(value.get("observation"), dict):
-        return None
-    claimed = value.pop("entryDigest", None)
-    try:
-        if claimed != digest_artifact(value):
-            return None
-    except EvalQualityFault:
-        return None
-    return value
-
-
-class PostgresLegCache:
-    """The leg cache on :class:`PostgresLegStore`, with the diskcache cache's rules (tasks/leg_cache.py):
-    faults never cached, a hit re-stamped, single flight, modes ``default`` / ``force`` / ``from-cache``."""
-
-    def __init__(self, url: str, mode: str = "default") -> None:
-        from tasks.leg_cache import LEG_CACHE_MODES
-
-        if mode not in LEG_CACHE_MODES:
-            raise ValueError(f"leg cache mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
-        self.store = PostgresLegStore(url)
-        self.directory = self.store.location  # named in messages, as the diskcache directory is
-        self.mode = mode
-        self._refreshed: set[str] = set()
-        self._guard = threading.Lock()
-
-    def close(self) -> None:
-        """Close the store's connections."""
-        self.store.close()
-
-    def lookup(self, key: str) -> Mapping[str, Any] | None:
-        """The verified record of a key, or None (absent, or an entry that does not verify)."""
-        text = self.store.read(key)
-        return None if text is None else decode_entry(key, text)
-
-    def _servable(self, key: str) -> Mapping[str, Any] | None:
-        record = self.lookup(key)
-        if record is None:
-            return None
-        if self.mode == "force":
-            with self._guard:
-                if key not in self._refreshed:
-                    return None
-        return record
-
-    def answer(self, key: str, request: Mapping[str, Any], spawn: Callable[[], Mapping[str, Any]]) -> Any:
-        """Answer a leg from the table, or by ``spawn()`` once across every process sharing the database."""
-        from tasks.leg_cache import LegAnswer, restamp
-
-        record = self._servable(key)
-        if record is not None:
-            return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
-        if self.mode == "from-cache":
-            raise RuntimeFault(
-                "port-failure",
-                "ProbeRequest",
-                f'leg "{request["probeId"]}" has no cached observation in {self.directory} (key {key[:16]}); '
-                "run the pre-flight once without --from-cache to fill the cache",
-            )
-        with self.store.single_flight(key):
-            record = self._servable(key)  # another thread, process or machine may have answered meanwhile
-            if record is not None:
-                return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
-            started = time.perf_counter()
-            observation = dict(spawn())
-            elapsed = time.perf_counter() - started
-            entry = {
-                "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "elapsedMs": round(elapsed * 1000),
-                "request": _environment_names_only(request),
-                "observation": observation,
-            }
-            self.store.write(key, encode_entry(key, entry))
-            with self._guard:
-                self._refreshed.add(key)
-        return LegAnswer(restamp(observation, request), "spawned", elapsed, key)
-
-
-def _environment_names_only(request: Mapping[str, Any]) -> dict[str, Any]:
-    from tasks.leg_cache import _environment_names_only as names_only
-
-    return names_only(request)

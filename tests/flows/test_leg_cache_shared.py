@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.leg_cache_postgres import PostgresLegCache
+from tasks.leg_cache import open_leg_cache
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 from tests.postgres_cluster import Cluster, throwaway_cluster
 
@@ -56,7 +56,7 @@ def _command(suites: Path, out: Path, baseline: Path) -> list[str]:
 
 
 def _keys(url: str) -> list[str]:
-    cache = PostgresLegCache(url)
+    cache = open_leg_cache(url, "default", f"check-{time.monotonic_ns()}")
     try:
         keys = cache.store.keys()
         assert all(cache.lookup(key) is not None for key in keys)  # every entry verifies
