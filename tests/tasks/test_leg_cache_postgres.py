@@ -36,7 +36,7 @@ def url(cluster: Cluster) -> str:
     return cluster.create_database(f"legs_{os.getpid()}_{next(_names)}")
 
 
-def _request(leg: str = "L-1", value: str = "a") -> dict:
+def _request(leg: str = "leg-1", value: str = "a") -> dict:
     return {
         "kind": "cli", "probeId": leg, "interfaceId": "i", "operationId": "op", "executable": "x",
         "subcommandPath": [], "channels": {"argument": {}, "option": {"v": value}, "environment": {},
@@ -46,8 +46,8 @@ def _request(leg: str = "L-1", value: str = "a") -> dict:
 
 def _observation(request: dict) -> dict:
     return {"kind": "cli", "probeId": request["probeId"], "interfaceId": "i", "operationId": "op", "exitCode": 0,
-            "stdout": {"kind": "text", "text": request["channels"]["option"]["v"]}, "stderr": {"kind": "absent"},
-            "artifacts": {}}
+            "stdout": {"kind": "text", "value": request["channels"]["option"]["v"]},
+            "stderr": {"kind": "text", "value": ""}, "artifacts": {}}
 
 
 KEY = "ab" * 32
@@ -70,7 +70,7 @@ def test_identical_requests_on_many_threads_spawn_once(url: str) -> None:
         return _observation(_request())
 
     def leg(index: int) -> None:
-        answers.append(cache.answer(KEY, _request(f"L-{index}"), spawn))
+        answers.append(cache.answer(KEY, _request(f"leg-{index}"), spawn))
 
     threads = [threading.Thread(target=leg, args=(n,)) for n in range(8)]
     for thread in threads:
@@ -80,7 +80,7 @@ def test_identical_requests_on_many_threads_spawn_once(url: str) -> None:
     cache.close()
     assert len(spawns) == 1
     assert sorted(a.source for a in answers) == ["cache"] * 7 + ["spawned"]
-    assert sorted(a.observation["probeId"] for a in answers) == sorted(f"L-{n}" for n in range(8))  # re-stamped
+    assert sorted(a.observation["probeId"] for a in answers) == sorted(f"leg-{n}" for n in range(8))  # re-stamped
 
 
 def test_a_fault_is_never_cached_and_a_later_leg_spawns_again(url: str) -> None:
@@ -92,9 +92,11 @@ def test_a_fault_is_never_cached_and_a_later_leg_spawns_again(url: str) -> None:
     with pytest.raises(RuntimeFault):
         cache.answer(KEY, _request(), failing)
     assert cache.store.keys() == []
-    assert cache.answer(KEY, _request(), lambda: _observation(_request())).source == "spawned"
-    assert cache.store.keys() == [KEY]
     cache.close()
+    later = PostgresLegCache(url)  # the next run (invocation)
+    assert later.answer(KEY, _request(), lambda: _observation(_request())).source == "spawned"
+    assert later.store.keys() == [KEY]
+    later.close()
 
 
 def test_force_runs_each_distinct_request_once_per_invocation_and_from_cache_never_spawns(url: str) -> None:
@@ -102,9 +104,9 @@ def test_force_runs_each_distinct_request_once_per_invocation_and_from_cache_nev
     forced = PostgresLegCache(url, "force")
     spawned = []
     first = forced.answer(KEY, _request(), lambda: spawned.append(1) or _observation(_request(value="b")))
-    second = forced.answer(KEY, _request("L-2"), lambda: spawned.append(1) or _observation(_request()))
+    second = forced.answer(KEY, _request("leg-2"), lambda: spawned.append(1) or _observation(_request()))
     assert (first.source, second.source, len(spawned)) == ("spawned", "cache", 1)
-    assert second.observation["stdout"]["text"] == "b"  # later legs read what this invocation wrote
+    assert second.observation["stdout"]["value"] == "b"  # later legs read what this invocation wrote
     offline = PostgresLegCache(url, "from-cache")
     assert offline.answer(KEY, _request(), lambda: pytest.fail("spawned")).source == "cache"
     with pytest.raises(RuntimeFault) as raised:
@@ -117,7 +119,7 @@ def test_force_runs_each_distinct_request_once_per_invocation_and_from_cache_nev
 @pytest.mark.parametrize(
     "tamper",
     [
-        "UPDATE {table} SET entry = replace(entry, '\"text\":\"a\"', '\"text\":\"z\"')",  # observation edited
+        "UPDATE {table} SET entry = replace(entry, '\"value\":\"a\"', '\"value\":\"z\"')",  # observation edited
         "UPDATE {table} SET entry = '{{not json'",
         "UPDATE {table} SET key = '" + "ef" * 32 + "'",  # an entry moved under another key
     ],
@@ -132,7 +134,7 @@ def test_an_entry_that_does_not_verify_is_never_served(url: str, tamper: str) ->
     fresh = PostgresLegCache(url)
     answer = fresh.answer(KEY if "SET key" not in tamper else "ef" * 32, _request(), lambda: _observation(_request()))
     assert answer.source == "spawned"
-    assert answer.observation["stdout"]["text"] == "a"
+    assert answer.observation["stdout"]["value"] == "a"
     for handle in (cache, fresh):
         handle.close()
 
@@ -171,11 +173,12 @@ def test_the_lock_of_a_killed_holder_is_released(url: str) -> None:
 def test_processes_sharing_the_database_spawn_each_request_once(url: str, tmp_path: Path) -> None:
     ledger = tmp_path / "spawns"
     script = (
-        "import sys,time; from tasks.leg_cache_postgres import PostgresLegCache as C; c=C(sys.argv[1]);\n"
+        "import sys,time; from tasks.leg_cache import open_leg_cache; c=open_leg_cache(sys.argv[1],'default','t');\n"
         "def spawn(k):\n"
         "    open(sys.argv[2],'a').write(k+'\\n'); time.sleep(0.05)\n"
-        "    return {'kind':'cli','probeId':'x','interfaceId':'i','operationId':'op','exitCode':0}\n"
-        "req={'kind':'cli','probeId':'L','interfaceId':'i','operationId':'op'}\n"
+        "    return {'kind':'cli','probeId':'x','interfaceId':'i','operationId':'op','exitCode':0,\n"
+        "            'stdout':{'kind':'text','value':''},'stderr':{'kind':'text','value':''},'artifacts':{}}\n"
+        "req={'kind':'cli','probeId':'leg','interfaceId':'i','operationId':'op'}\n"
         "for n in range(12):\n"
         "    k=('%02x' % n)*32; c.answer(k, req, lambda: spawn(k))\n"
         "c.close()\n"
