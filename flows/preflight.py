@@ -230,7 +230,8 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     costs: list[LegFaultCost] = []
     for leg in item.plan.legs:
         try:
-            answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
+            # pop: a collected leg's future (its state and result) is not held until the run ends
+            answers.append(futures.pop((item.suite.name, item.probe_id, leg.leg_id)).result())
         except EvalQualityFault as raised:
             fault = fault or raised
             cost = getattr(raised, "leg_cost", None)

@@ -1,7 +1,7 @@
 """Synthetic suites for benchmarks: ``python -m corpus.tools.synthesize --suites N --out DIR``.
 
-Each synthetic suite is a copy of one corpus suite (the templates, taken in turn: notes, review, trace,
-notes, ...) named ``<template>-<NNN>``, holding what a pre-flight needs: the contract, probes,
+Each synthetic suite is a copy of one corpus suite (the templates, taken in turn in name order; a
+suite that borrows its probes from a sibling with ``probes-from`` is not a template) named ``<template>-<NNN>``, holding what a pre-flight needs: the contract, probes,
 mutations (the seeded defects), ``suite.toml``, ``targets.toml``, the fixtures and the system under
 test. The system is a real one: the template's program with one comment line added (after the
 interpreter line), ``# SYNTHETIC_SUITE: <name>``, so every suite has its own system digest and its legs never collapse
@@ -22,6 +22,7 @@ import argparse
 import json
 import shutil
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,12 +52,17 @@ def _mark_system(system_dir: Path, name: str) -> None:
             program.write_text(marker + text, encoding="utf-8")
 
 
+def _self_contained(suite: Path) -> bool:
+    """A template must not borrow its probes from a sibling (``probes-from``): the copy has no such sibling."""
+    return "probes-from" not in tomllib.loads((suite / "suite.toml").read_text(encoding="utf-8"))
+
+
 def synthesize(count: int, out: Path, templates: Sequence[str] | None = None, source: Path = SUITES_ROOT) -> list[Path]:
     """Write ``count`` synthetic suites under ``out`` (emptied of earlier synthetic suites first) and the
     baseline beside them; return the suite folders."""
     if count < 1:
         raise ValueError("--suites must be at least 1")
-    names = list(templates or suite_names(source))
+    names = list(templates or [name for name in suite_names(source) if _self_contained(source / name)])
     if not names:
         raise StagingError(f"{source}: no template suite")
     recorded = json.loads((source.parent / BASELINE).read_text(encoding="utf-8"))["probes"]

@@ -10,7 +10,11 @@ from pathlib import Path
 from corpus.tools.synthesize import synthesize
 from flows.suites import load_suites
 
-from .conftest import PROJECT_ROOT, SUITE_NAMES, SUITES
+from .conftest import PROJECT_ROOT, SUITES
+
+#: The templates: every corpus suite that does not borrow its probes from a sibling.
+SUITE_NAMES = [name for name in sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file())
+               if "probes-from" not in (SUITES / name / "suite.toml").read_text()]
 
 
 def test_synthetic_suites_load_with_their_own_system_digests(tmp_path: Path) -> None:
