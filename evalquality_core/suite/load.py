@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.adapters.routing import ProbeRouter
 from evalquality_core.artifacts.base import read_artifact
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
@@ -345,13 +347,19 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite) -> Any:
-    """Our adapter under the suite's target registry, the interpreter filled in: the command-line
-    adapter, or — when the registry declares a ``[service]`` — the service adapter, which answers api
-    requests from a fresh server per call in the staged workspace and cli ones as the former."""
+def adapter_for(suite: Suite) -> ProbeRouter:
+    """Our adapters under the suite's target registry, the interpreter filled in: the command-line
+    adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
+    and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh
+    server per call in the staged workspace)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
+    values = {"python": sys.executable}
+    adapters: dict[str, Any] = {
+        "cli": CommandLineAdapter(registry.to_policy(values)),
+        "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),
+    }
     if registry.service is not None:
         from evalquality_core.adapters.http_service import ServiceAdapter
 
-        return ServiceAdapter(registry, {"python": sys.executable})
-    return CommandLineAdapter(registry.to_policy({"python": sys.executable}))
+        adapters["api"] = ServiceAdapter(registry, values)
+    return ProbeRouter(adapters)
