@@ -53,7 +53,7 @@ def test_plan_steps_become_api_requests(conformance: Path, tmp_path: Path) -> No
         ("GET", "/notes", {}), ("PATCH", "/notes/{id}", {"id": "n-1"}),
     ]
     assert requests[1]["channels"]["body"] == {"kind": "json", "value": {"title": "Revised"}}
-    assert isinstance(adapter_for(suite), ServiceAdapter)
+    assert isinstance(adapter_for(suite).adapters["api"], ServiceAdapter)  # routed by kind
 
 
 def test_the_silent_write_is_caught_only_by_the_read_back_oracle(conformance: Path, tmp_path: Path) -> None:
