@@ -195,6 +195,7 @@ def _submit_legs(
                     item.suite.policy,
                     item.suite.staged_digest_of_leg(owner, leg.leg_id),
                     mcp_policy=item.suite.mcp_policy,
+                    targets=item.suite.targets,
                 ),
                 policy=item.suite.policy,
                 mcp_policy=item.suite.mcp_policy,
@@ -203,6 +204,7 @@ def _submit_legs(
                 cache_mode=mode,  # type: ignore[arg-type]
                 invocation=invocation,
                 workspaces_dir=workspaces_dir,
+                targets=item.suite.targets,
             )
             jobs.append((item, leg.leg_id, job))
     # A repeat waits on its twin's single-flight lock while holding a worker, so queueing repeats

@@ -26,7 +26,7 @@ from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
-from evalquality_core.probe.targets import parse_targets
+from evalquality_core.probe.targets import TargetRegistry, parse_targets
 from evalquality_core.suite import load as suite_load
 from evalquality_core.suite import staging
 
@@ -49,6 +49,8 @@ class Suite:
     staged_digests: Mapping[str | None, str] = field(default_factory=dict)
     #: The registry's tool servers (``kind = "mcp"`` entries); ``None`` when it registers none.
     mcp_policy: McpTargetPolicy | None = None
+    #: The whole target registry (api entries and the ``[service]`` that answers them included).
+    targets: TargetRegistry | None = None
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
@@ -156,7 +158,7 @@ def load_suite(directory: Path) -> Suite:
         raise
     except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
         raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
-    return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy)
+    return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy, targets=registry)
 
 
 def load_suites(root: Path, only: Sequence[str] | None = None) -> tuple[list[Suite], list[SuiteProblem]]:

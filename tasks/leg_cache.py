@@ -19,7 +19,7 @@ and a persisted request keeps environment key *names* only. Rules:
 **Nothing read back is trusted.** There is no pickle anywhere: the store (``LegStore``) holds text.
 Each entry is canonical JSON ``{"format", "key", "keyDigest", "record", "recordDigest"}``; a read
 verifies that the entry parses strictly, is stored under the key it names, that both digests match,
-and that the observation is a valid cli ``ProbeObservation``. An entry that fails any of it is
+and that the observation is a valid cli or api ``ProbeObservation``. An entry that fails any of it is
 deleted, reported as one warning line, and the leg runs again; it is never served. (The digests carry
 no secret: they catch corruption, truncation, an entry moved to another key and anything planted
 that is not a well-formed entry, but a writer with the user's own rights can forge a consistent
@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from evalquality_core.artifacts.port_messages import (
+    ApiProbeObservation,
     CliProbeObservation,
     McpProbeObservation,
     read_probe_observation,
@@ -172,8 +173,8 @@ def decode_entry(key: str, text: Any) -> dict[str, Any]:
         observation = read_probe_observation(record.get("observation"))
     except EvalQualityFault as fault:
         raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
-    if not isinstance(observation, CliProbeObservation | McpProbeObservation):
-        raise EntryRejected("its observation is not a cli or mcp observation")
+    if not isinstance(observation, CliProbeObservation | ApiProbeObservation | McpProbeObservation):
+        raise EntryRejected("its observation is not a cli, api or mcp observation")
     return record
 
 

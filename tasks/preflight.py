@@ -11,6 +11,7 @@ with an abort signal the flow sets when it is interrupted. Run names are ``<suit
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.http_service import ServiceAdapter
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
 from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.evaluate.pointers import as_wire
@@ -31,6 +33,7 @@ from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
+from evalquality_core.probe.targets import TargetRegistry
 from tasks.caching import CODE_VERSION, stage_cache
 from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
 from tasks.workspace import leg_workspace
@@ -79,14 +82,29 @@ def target_entry(
     return {}
 
 
+def api_target_entry(targets: TargetRegistry | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    """For an api request: the registry's api authorizations of its interface (templates unfilled, so
+    the per-call port never enters the key) and the ``[service]`` that answers it; ``{}`` when none."""
+    if targets is None:
+        return {}
+    entries = [dict(entry) for entry in targets.api_entries if entry["interfaceId"] == request.get("interfaceId")]
+    if not entries:
+        return {}
+    return {"authorizations": entries, "service": None if targets.service is None else dict(targets.service)}
+
+
 def leg_key(
     request: Mapping[str, Any],
     policy: CommandTargetPolicy,
     staged_digest: str,
     *,
     mcp_policy: McpTargetPolicy | None = None,
+    targets: TargetRegistry | None = None,
 ) -> str:
-    """The leg cache key of a request run under ``policy`` in a workspace staged to ``staged_digest``."""
+    """The leg cache key of a request run under ``policy`` (an mcp request: under ``mcp_policy``; an api
+    request: under ``targets``' api entries and service) in a workspace staged to ``staged_digest``."""
+    if request.get("kind") == "api":
+        return leg_cache_key(request, api_target_entry(targets, request), staged_digest, tool_version())
     return leg_cache_key(request, target_entry(policy, request, mcp_policy), staged_digest, tool_version())
 
 
@@ -104,6 +122,8 @@ class LegJob:
     workspaces_dir: str
     #: The suite's tool servers, for mcp legs (``None``: every mcp leg is denied).
     mcp_policy: McpTargetPolicy | None = None
+    #: The suite's whole registry; an api leg is answered by its ``[service]`` (None: cli only).
+    targets: TargetRegistry | None = None
 
 
 _ABORTS: dict[str, threading.Event] = {}
@@ -134,9 +154,12 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         raise RuntimeFault("aborted", "ProbeRequest", "the pre-flight run was interrupted before this leg started")
     with leg_workspace(Path(job.workspaces_dir)) as workspace:
         job.stage(workspace)
-        adapter: CommandLineAdapter | McpStdioAdapter
+        adapter: CommandLineAdapter | McpStdioAdapter | ServiceAdapter
         if job.request.get("kind") == "mcp":
             adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
+        elif job.request.get("kind") == "api" and job.targets is not None:
+            # A fresh server from this leg's staged workspace, stopped (group-killed) when the call ends.
+            adapter = ServiceAdapter(job.targets, {"python": sys.executable}, workdir=workspace)
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)
         observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))

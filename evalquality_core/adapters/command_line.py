@@ -64,6 +64,8 @@ __all__ = [
     "kill_process_group",
     "live_process_groups",
     "run_process",
+    "track_process_group",
+    "untrack_process_group",
 ]
 
 _CHUNK = 65536
@@ -102,6 +104,19 @@ def kill_all_live_groups() -> list[int]:
 
 
 atexit.register(kill_all_live_groups)
+
+
+def track_process_group(pgid: int) -> None:
+    """Count a group another adapter started (an HTTP service) among the live groups, so
+    ``kill_all_live_groups`` and process exit kill it too."""
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.add(pgid)
+
+
+def untrack_process_group(pgid: int) -> None:
+    """Forget a group ``track_process_group`` counted (after it was killed and reaped)."""
+    with _LIVE_LOCK:
+        _LIVE_GROUPS.discard(pgid)
 
 
 def _group_has_live_member(pgid: int) -> bool:

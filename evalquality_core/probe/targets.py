@@ -110,10 +110,12 @@ class TargetRegistry:
     source: str
     entries: tuple[Mapping[str, Any], ...]
     placeholders: frozenset[str]
-    #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
-    mcp_entries: tuple[Mapping[str, Any], ...] = ()
     #: The ``kind = "api"`` entries (wire-shaped ``ProbeTargetAuthorization``s, templates unfilled).
     api_entries: tuple[Mapping[str, Any], ...] = ()
+    #: The ``[service]`` table (how an HTTP system under test is started), or ``None``.
+    service: Mapping[str, Any] | None = None
+    #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
+    mcp_entries: tuple[Mapping[str, Any], ...] = ()
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""
@@ -220,15 +222,16 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fault(source, f"not TOML: {exc}") from None
-    unknown = sorted(set(document) - {"target"})
+    unknown = sorted(set(document) - {"target", "service"})
     if unknown:
-        raise _fault(source, f"unknown top-level key(s) {', '.join(unknown)}; expected only [[target]] tables")
+        raise _fault(source, f"unknown top-level key(s) {', '.join(unknown)}; expected [[target]] tables and [service]")
+    service = _service_table(document.get("service"), source)
     tables = document.get("target", [])
     if not isinstance(tables, list):
         raise _fault(source, "target must be an array of tables ([[target]])")
     entries: list[dict[str, Any]] = []
-    mcp_entries: list[dict[str, Any]] = []
     api_entries: list[dict[str, Any]] = []
+    mcp_entries: list[dict[str, Any]] = []
     placeholders: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for index, table in enumerate(tables):
@@ -238,17 +241,17 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         kind = table.get("kind", "cli")
         if kind not in _KINDS:
             raise _fault(source, f'{where} has kind {kind!r}; expected "cli" (the default), "api" or "mcp"')
+        if kind == "api":
+            api_entry = _api_entry(table, where, source)
+            placeholders.update(_api_placeholders(api_entry))
+            api_entries.append(api_entry)
+            continue
         if kind == "mcp":
             mcp_entry, used = parse_mcp_target(table, source, where)
             if any(other["interfaceId"] == mcp_entry["interfaceId"] for other in mcp_entries):
                 raise _fault(source, f"{where} registers tool server {mcp_entry['interfaceId']!r} a second time")
             mcp_entries.append(mcp_entry)
             placeholders.update(used)
-            continue
-        if kind == "api":
-            api_entry = _api_entry(table, where, source)
-            placeholders.update(_api_placeholders(api_entry))
-            api_entries.append(api_entry)
             continue
         table = {key: value for key, value in table.items() if key != "kind"}
         extra = sorted(set(table) - set(TARGET_KEYS))
@@ -273,13 +276,43 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             raise _fault(source, f"{where} registers interface {pair[0]!r} and executable {pair[1]!r} a second time")
         seen.add(pair)
         entries.append(entry)
+    if service is not None:
+        placeholders.discard(service["port_placeholder"])  # filled per call by the service adapter
     return TargetRegistry(
-        source=source,
-        entries=tuple(entries),
-        placeholders=frozenset(placeholders),
-        mcp_entries=tuple(mcp_entries),
-        api_entries=tuple(api_entries),
+        source=source, entries=tuple(entries), placeholders=frozenset(placeholders), api_entries=tuple(api_entries),
+        service=service, mcp_entries=tuple(mcp_entries),
     )
+
+
+#: The keys of the ``[service]`` table, all required.
+SERVICE_KEYS: tuple[str, ...] = ("command", "cwd", "port_placeholder", "ready_timeout_ms")
+
+
+def _service_table(table: Any, source: str) -> dict[str, Any] | None:
+    """Validate ``[service]``: a non-empty command (strings), a relative ``cwd``, the port placeholder
+    (which the command must use) and a positive readiness timeout."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise _fault(source, "service must be a table ([service])")
+    extra = sorted(set(table) - set(SERVICE_KEYS))
+    if extra:
+        raise _fault(source, f"[service] has unknown key(s) {', '.join(extra)}")
+    absent = [key for key in SERVICE_KEYS if key not in table]
+    if absent:
+        raise _fault(source, f"[service] lacks required key(s) {', '.join(absent)} (there are no defaults)")
+    command, cwd, placeholder, timeout = (table[key] for key in SERVICE_KEYS)
+    if not isinstance(command, list) or not command or not all(isinstance(part, str) and part for part in command):
+        raise _fault(source, "[service] command must be a non-empty array of non-empty strings")
+    if not isinstance(cwd, str) or not cwd or cwd.startswith("/") or ".." in cwd.split("/"):
+        raise _fault(source, f"[service] cwd {cwd!r} must be a path inside the staged workspace")
+    if not isinstance(placeholder, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", placeholder):
+        raise _fault(source, f"[service] port_placeholder {placeholder!r} must be a placeholder name")
+    if not any("{" + placeholder + "}" in part for part in command):
+        raise _fault(source, f"[service] command never uses {{{placeholder}}}, so the server cannot learn its port")
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
+        raise _fault(source, "[service] ready_timeout_ms must be a positive integer")
+    return dict(table)
 
 
 @dataclass(frozen=True)

@@ -115,9 +115,30 @@ def _bound_value(suite_name: str, step: Mapping[str, Any], channel: str, key: st
     raise EvaluatorError(f'{suite_name}: step "{step["stepId"]}" binds {channel}.{key} in a form this evaluator does not send')
 
 
+def _api_request(suite: Suite, number: int, step: Mapping[str, Any], interface_id: str, operation: Mapping[str, Any]) -> dict[str, Any]:
+    """An api request for one plan step: path, query and header from their bindings, the body's
+    bound keys as one JSON object (absent when the step binds none)."""
+    channels: dict[str, Any] = {"path": {}, "query": {}, "header": {}}
+    body: dict[str, Any] = {}
+    for channel in ("path", "query", "header", "body"):
+        for key, binding in (step["inputBinding"].get(channel) or {}).items():
+            value = _bound_value(suite.name, step, channel, key, binding, suite.choices)
+            (body if channel == "body" else channels[channel])[key] = value
+    channels["body"] = {"kind": "json", "value": body} if body else {"kind": "absent"}
+    return {
+        "kind": "api",
+        "probeId": f"obs-{number:03d}",
+        "interfaceId": interface_id,
+        "operationId": step["operationId"],
+        "method": operation["method"],
+        "pathTemplate": operation["pathTemplate"],
+        "channels": channels,
+    }
+
+
 def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
-    """One request per plan step, in plan order: ``[(step, request wire), ...]`` (a cli request, or an
-    mcp tool call when the step's interface is a tool server)."""
+    """One request per plan step, in plan order: ``[(step, request wire), ...]`` (a cli request, an api
+    request for an api interface, or an mcp tool call when the step's interface is a tool server)."""
     operations = _operations(suite.contract)
     kinds = _kinds(suite.contract)
     seen: set[str] = set()
@@ -127,6 +148,9 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
             raise EvaluatorError(f'{suite.name}: step "{step["stepId"]}" must come after "{step["after"]}" in plan order')
         seen.add(step["stepId"])
         interface_id, operation = operations[step["operationId"]]
+        if kinds.get(interface_id) == "api":
+            out.append((step, _api_request(suite, number, step, interface_id, operation)))
+            continue
         if kinds.get(interface_id) == "mcp":
             arguments = {
                 key: _bound_value(suite.name, step, "arguments", key, binding, suite.choices)
@@ -186,7 +210,43 @@ def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str
     }
 
 
+def _api_observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    """An api answer in the record's shape: the transport channels, the body's value (its text when
+    it is not JSON, null when absent), no process channels."""
+    channels = request["channels"]
+    call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
+    for name in ("path", "query", "header"):
+        call_inputs[name] = dict(channels[name]) or None
+    sent = channels["body"]
+    call_inputs["body"] = sent["value"] if sent["kind"] == "json" else None
+    call_inputs["bodyEncoding"] = None  # record 8: "raw" only for a raw body
+    if sent["kind"] == "raw":  # the record's reading of a raw call (artifacts/run_record.py)
+        call_inputs["body"] = {"base64": sent["base64"]}
+        call_inputs["header"] = {**(call_inputs["header"] or {}), "content-type": sent["contentType"]}
+        call_inputs["bodyEncoding"] = "raw"
+    body = answer["body"]
+    return {
+        "observationId": f"obs-{number:03d}",
+        "sequence": number,
+        "interfaceId": request["interfaceId"],
+        "operationId": step["operationId"],
+        "provenance": "baseline" if baseline else "evaluator-chosen",
+        "principal": None,
+        "callInputs": call_inputs,
+        "responseBody": None if body["kind"] == "absent" else body["value"],
+        "responseHeaders": dict(answer["headers"]),
+        "responseStatus": answer["status"],
+        "stdout": {"kind": "absent"},
+        "stderr": {"kind": "absent"},
+        "exitCode": None,
+        "artifacts": {},
+    }
+
+
+
 def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    if answer.get("kind") == "api":
+        return _api_observation(number, step, request, answer, baseline)
     if request["kind"] == "mcp":
         return _tool_observation(number, step, request, answer, baseline)
     channels = request["channels"]
@@ -284,12 +344,11 @@ def _projection(observation: Mapping[str, Any], channel: str) -> str | None:
         return None
     if channel == "call-inputs":
         return canonical_bytes(observation["callInputs"]).decode("utf-8")
-    if channel == "response-body":
-        body = observation.get("responseBody")
-        return None if body is None else canonical_bytes(body).decode("utf-8")
     if channel == "response-status":
-        status = observation.get("responseStatus")
-        return None if status is None else str(status)
+        return None if observation.get("responseStatus") is None else str(observation["responseStatus"])
+    if channel in ("response-body", "response-headers"):  # as ingest projects them (canonical JSON)
+        value = observation.get("responseBody" if channel == "response-body" else "responseHeaders")
+        return None if value is None else canonical_bytes(value).decode("utf-8")
     return None
 
 
@@ -298,7 +357,7 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
     quotes: list[dict[str, Any]] = []
     for pointer in pointers:
         parsed = parse_evidence_pointer(pointer)
-        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-status"):
+        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-headers", "response-status"):
             continue
         projection = _projection(observation, parsed.channel)
         if projection is None:
@@ -417,8 +476,9 @@ def seal_brief_digest(contract: Mapping[str, Any]) -> str:
 
 def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     """The evaluator configuration every trial of the suite declares (no trial index: trials pool)."""
-    # A command is named with its subcommand path, a tool by its tool name.
+    # A command is named with its subcommand path, a tool by its tool name, an HTTP call by method and path.
     tools = sorted({op["toolName"] if interface["kind"] == "mcp"
+                    else f"{op['method']} {op['pathTemplate']}" if interface["kind"] == "api"
                     else " ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
                     for interface in suite.contract["permittedInterfaces"] for op in interface["operations"]})
     value = {
@@ -467,7 +527,8 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     actions = trial_dir / "actions.jsonl"
     actions.write_text("".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests), encoding="utf-8")
     resource_use = {"toolCalls": len(requests), "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
-    tools = [r["toolName"] if r["kind"] == "mcp" else " ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
+    tools = [r["toolName"] if r["kind"] == "mcp" else f"{r['method']} {r['pathTemplate']}" if r["kind"] == "api"
+             else " ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
     manifest = {
         "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,

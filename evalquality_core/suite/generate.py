@@ -112,6 +112,11 @@ def _home_operation(contract: Mapping[str, Any], signature: Mapping[str, Any]) -
                 if interface["kind"] == "mcp" and operation.get("toolName") == signature["toolName"]:
                     return operation
         raise GenerationError(f"the defect signature's tool {signature['toolName']!r} names no operation of the contract")
+    if "invocation" not in signature:  # an api signature: the scorer's own identity rule (method + path)
+        home = resolve_home_operation(contract, signature)
+        if home is None:
+            raise GenerationError(f"the defect signature's {signature.get('method')} {signature.get('pathTemplate')} names no operation of the contract")
+        return home.operation
     wanted = [signature["invocation"]["executable"], *signature["invocation"]["subcommandPath"]]
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:

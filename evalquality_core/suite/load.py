@@ -349,10 +349,17 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
 
 def adapter_for(suite: Suite) -> ProbeRouter:
     """Our adapters under the suite's target registry, the interpreter filled in: the command-line
-    adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests)."""
+    adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
+    and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh
+    server per call in the staged workspace)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
     values = {"python": sys.executable}
-    return ProbeRouter({
+    adapters: dict[str, Any] = {
         "cli": CommandLineAdapter(registry.to_policy(values)),
         "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),
-    })
+    }
+    if registry.service is not None:
+        from evalquality_core.adapters.http_service import ServiceAdapter
+
+        adapters["api"] = ServiceAdapter(registry, values)
+    return ProbeRouter(adapters)

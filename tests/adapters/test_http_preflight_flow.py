@@ -1,0 +1,97 @@
+"""``python -m flows.preflight`` over an HTTP suite, live: the worked example's contract and probe
+with the notes-api service as its system. Every api leg starts a fresh server from its staged
+workspace and stops it; the verdict equals a plain pre-flight over the same service adapter; a
+second run answers every leg from the cache (0 spawned); no server is left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalquality_core.adapters.http_service import ServiceAdapter
+from evalquality_core.artifacts.base import to_wire
+from evalquality_core.canonical.json import serialize_artifact
+from evalquality_core.pipeline import run_preflight
+from flows.suites import load_suite
+from tasks.workspace import leg_workspace
+from tests.adapters.http_notes import SUITE
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+
+def _build(conformance: Path, suites: Path) -> Path:
+    """A suite folder: the worked example's contract and probe, the notes-api system and registry."""
+    suite = suites / "notes-api-worked"
+    (suite / "probes").mkdir(parents=True)
+    (suite / "mutations").mkdir()
+    shutil.copy(conformance / "worked-example" / "eval-contract.json", suite / "contract.json")
+    shutil.copy(conformance / "worked-example" / "probe.json", suite / "probes" / "P-001.json")
+    shutil.copytree(SUITE / "system", suite / "system")
+    shutil.copytree(SUITE / "fixtures" / "worked-example", suite / "fixtures" / "worked-example")
+    shutil.copy(SUITE / "targets.toml", suite / "targets.toml")
+    shutil.copy(SUITE / "mutations" / "store-write-deletion.json", suite / "mutations" / "store-write-deletion.json")
+    (suite / "suite.toml").write_text('system-id = "spike-notes-api"\n[fixtures]\nworked-example = "."\n')
+    return suite
+
+
+def _reference_verdict(suite_dir: Path, scratch: Path) -> bytes:
+    suite = load_suite(suite_dir)
+    assert suite.targets is not None
+    probe = suite.probes[0]
+
+    class StagingPort:
+        def probe(self, request):
+            with leg_workspace(scratch) as workspace:
+                suite.stager(probe, request.probe_id)(workspace)
+                return ServiceAdapter(suite.targets, {"python": sys.executable}).probe(request, workdir=workspace)
+
+    verdict = run_preflight(suite.contract, [probe], f"preflight-{suite.name}-{probe['probeId']}".lower(), StagingPort())
+    return serialize_artifact(to_wire(verdict))
+
+
+def _notes_servers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"notes_api.py" in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def test_preflight_flow_runs_an_http_suite_live(conformance: Path, tmp_path: Path) -> None:
+    suites, home, out, baseline = tmp_path / "suites", tmp_path / "home", tmp_path / "out", tmp_path / "base.json"
+    suite_dir = _build(conformance, suites)
+    reference = _reference_verdict(suite_dir, tmp_path / "scratch")
+    # Live answers satisfy every check the service can (the witness legs reach two different notes,
+    # the control runs clean); the worked example's defect declares no manifestation witness, so
+    # seeded-fault-fired fails with the reducer's own reason, exactly as it would for the reference.
+    outcomes = {(c["kind"], c["operationId"]): c["outcome"] for c in json.loads(reference)["checks"]}
+    assert outcomes[("input-sensitivity", "get-note")] == outcomes[("input-sensitivity", "patch-note")] == "satisfied"
+    assert outcomes[("clean-control", None)] == outcomes[("state-reset", None)] == "satisfied"
+    assert outcomes[("seeded-fault-fired", None)] == "failed"
+    before = set(_notes_servers())
+    env = {**os.environ, "EVALQUALITY_HOME": str(home)}
+    command = [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
+               "--baseline", str(baseline), "--concurrency", "2"]
+    first = subprocess.run([*command, "--update-baseline"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (out / "notes-api-worked" / "preflight-P-001.json").read_bytes() == reference
+    summary = json.loads((out / "preflight-summary.json").read_text())
+    assert summary["legsSpawned"] > 0
+    again = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
+    assert (out / "notes-api-worked" / "preflight-P-001.json").read_bytes() == reference
+    assert set(_notes_servers()) - before == set()  # no server outlived its leg
