@@ -8,6 +8,8 @@ only, and host values are never added. Rules:
 * faults are never cached (a timeout writes nothing, so the next run spawns again); a non-zero exit
   IS an observation and is cached;
 * a hit is re-stamped with the current leg's probeId, interfaceId and operationId;
+* an entry names the leg and the run that spawned it (``leg``, ``run``, ``invocation``), so a hit says
+  whether it collapsed onto an identical leg of this same invocation or came from an earlier run;
 * identical requests collapse into one spawn even when concurrent, across threads and processes: the
   spawn runs under a diskcache-backed single-flight lock whose holder is reclaimed when its process is
   dead, and the cache is re-checked under the lock;
@@ -45,12 +47,18 @@ _ENTRY_PREFIX = "leg:"
 
 @dataclass(frozen=True)
 class LegAnswer:
-    """What answered one leg: the (re-stamped) observation, whether it was spawned, and its cost."""
+    """What answered one leg: the (re-stamped) observation, how, and its cost.
+
+    ``source`` is ``spawned`` (a live child process), ``collapsed`` (an identical request of this same
+    invocation answered it: it was in flight or already done) or ``cache`` (an earlier run answered it).
+    ``answered_by`` names what answered a hit: the stored entry's ``leg``, ``run`` and ``at``.
+    """
 
     observation: Mapping[str, Any]
-    source: Literal["spawned", "cache"]
+    source: Literal["spawned", "cache", "collapsed"]
     elapsed_s: float
     key: str
+    answered_by: Mapping[str, Any] | None = None
 
 
 def _environment_names_only(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,6 +149,8 @@ class LegCache:
         self.mode = mode
         self._cache = diskcache.Cache(str(directory))
         self._refreshed: set[str] = set()  # force mode: keys run live in this invocation
+        #: The invocation (flow run) this handle serves; entries it writes carry it (open_leg_cache sets it).
+        self.invocation = ""
         self._guard = threading.Lock()
 
     def close(self) -> None:
@@ -162,10 +172,19 @@ class LegCache:
                     return None
         return record
 
-    def answer(self, key: str, request: Mapping[str, Any], spawn: Callable[[], Mapping[str, Any]]) -> LegAnswer:
+    def answer(
+        self,
+        key: str,
+        request: Mapping[str, Any],
+        spawn: Callable[[], Mapping[str, Any]],
+        *,
+        leg: str = "",
+        run: str = "",
+    ) -> LegAnswer:
         """Answer a leg: from the cache if its request was answered, else by ``spawn()`` exactly once.
 
         ``spawn`` returns the wire observation or raises (a fault); nothing is stored on a raise.
+        ``leg`` and ``run`` (the leg's and the flow run's names) are stored with a spawned entry.
         """
         record = self._servable(key)
         if record is not None:
@@ -192,6 +211,9 @@ class LegCache:
                     "elapsedMs": round(elapsed * 1000),
                     "request": _environment_names_only(request),
                     "observation": observation,
+                    "leg": leg,
+                    "run": run,
+                    "invocation": self.invocation,
                 },
                 retry=True,
             )
@@ -200,7 +222,9 @@ class LegCache:
         return LegAnswer(restamp(observation, request), "spawned", elapsed, key)
 
     def _hit(self, record: Mapping[str, Any], request: Mapping[str, Any], key: str) -> LegAnswer:
-        return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
+        same_run = bool(self.invocation) and record.get("invocation") == self.invocation
+        by = {name: record.get(name) for name in ("leg", "run", "at")}
+        return LegAnswer(restamp(record["observation"], request), "collapsed" if same_run else "cache", 0.0, key, by)
 
 
 def restamp(observation: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,6 +248,7 @@ def open_leg_cache(directory: Path, mode: LegCacheMode, invocation: str) -> LegC
         cache = _OPEN.get(handle)
         if cache is None:
             cache = _OPEN[handle] = LegCache(directory, mode)
+            cache.invocation = invocation
         return cache
 
 

@@ -116,7 +116,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     summary = json.loads((out / "preflight-summary.json").read_text())
     resumed_starts = len(marker_events(marker)) - starts_before
     assert summary["legsSpawned"] == resumed_starts == DISTINCT_REQUESTS - answered_before_kill
-    assert summary["legsSpawned"] + summary["legsFromCache"] == LEGS
+    assert summary["legsSpawned"] + summary["legsFromCache"] + summary["legsCollapsed"] == LEGS
     assert [row["outcome"] for row in summary["probes"]] == ["passed"] * PROBES
     for probe_id, verdict in reference.items():
         assert (out / "skill" / f"preflight-{probe_id}.json").read_bytes() == verdict
