@@ -32,8 +32,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
+from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
+from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from evalquality_core.artifacts.base import read_artifact, to_wire
@@ -78,6 +80,7 @@ from flows.strength_document import (
 )
 from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
 from flows.suites import Suite, load_suites
+from flows.watch import RunLog, flow_run_url, strength_run_name, tag_flow_run
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 
@@ -267,22 +270,28 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
 # ------------------------------------------------------------------------------------------ flow
 
 
-@flow(name="contract-strength", flow_run_name="contract-strength", validate_parameters=False)
+@flow(name="contract-strength", flow_run_name=strength_run_name, validate_parameters=False)
 def contract_strength(
     suites_dir: str | None = None,
     out_dir: str | None = None,
     baseline: str | None = None,
     mode: str = "default",
     update_baseline_file: bool = False,
-    fail_on_movement: bool = False,
-) -> StrengthRun:
+    fail_on_movement: bool = True,
+) -> State:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
-    With ``fail_on_movement`` (the nightly deployment) the flow run ends Failed when the gate's exit
-    code is not 0, after everything is written and published, so the UI shows a moved night in red.
+    The final state's data is the ``StrengthRun``. With ``fail_on_movement`` (the default, from the
+    CLI and the nightly deployment alike) the flow run ends ``Failed`` when the gate's exit code is not
+    0, with one line naming what moved and no traceback, after everything is written and published,
+    so the UI shows a moved night in red; the CLI's exit code is the gate's either way.
     """
     settings = load_settings()
     started = time.perf_counter()
+    log = RunLog()
+    url = flow_run_url()
+    if url:
+        log.info(f"flow run: {url}")
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
@@ -300,6 +309,7 @@ def contract_strength(
         mode=mode,
     )
     suites, load_problems = load_suites(suites_root)
+    tag_flow_run(["eval-quality", "contract-strength", *(f"suite:{suite.name}" for suite in suites)])
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
@@ -326,6 +336,7 @@ def contract_strength(
     counts = RunCounts(
         legs_spawned=pre.spawned,
         legs_cached=pre.from_cache,
+        legs_collapsed=pre.collapsed,
         scores_run=len(scores) - scores_cached,
         scores_cached=scores_cached,
         spawned_seconds=pre.leg_seconds,
@@ -340,9 +351,19 @@ def contract_strength(
     run = StrengthRun(
         documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
     )
+    for line in run.summary_lines():
+        (log.warning if gate.exit_code and line in gate.lines() else log.info)(line)
     if fail_on_movement and gate.exit_code != 0:
-        raise RuntimeError(f"contract strength gate exit {gate.exit_code}: " + "; ".join(gate.lines()))
-    return run
+        return Failed(message=gate_message(gate), data=run)
+    return Completed(message=counts.sentence(), data=run)
+
+
+def gate_message(gate: GateResult) -> str:
+    """One line naming what moved: the first move or problem, and how many more there are."""
+    lines = gate.lines()
+    first = lines[0] if lines else "the gate did not match"
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return f"contract strength gate exit {gate.exit_code}: {first}{more}"
 
 
 @dataclass(frozen=True)
@@ -357,10 +378,10 @@ class _PreparedSuite:
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     """Compile and seal the contract (cached tasks), find the policy, digest the evaluation corpus."""
-    contract = compile_task(suite.contract)
-    return _PreparedSuite(
-        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory)
-    )
+    with tags(f"suite:{suite.name}"):
+        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}")(suite.contract)
+        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(contract)
+    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory))
 
 
 def _submit_scores(
@@ -384,18 +405,19 @@ def _submit_scores(
         verdict = _read(PreflightVerdict, Path(row.verdict_file))
         trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
-        submitted[key] = score_task.submit(
-            suite.name,
-            probe["probeId"],
-            prepared.contract,
-            probe,
-            trials.records,
-            prepared.policy,
-            verdict,
-            prepared.corpus_digest,
-            trials.isolation_manifest,
-            trials.evaluator_configuration,
-        )
+        with tags(f"suite:{suite.name}"):
+            submitted[key] = score_task.submit(
+                suite.name,
+                probe["probeId"],
+                prepared.contract,
+                probe,
+                trials.records,
+                prepared.policy,
+                verdict,
+                prepared.corpus_digest,
+                trials.isolation_manifest,
+                trials.evaluator_configuration,
+            )
     return submitted
 
 
@@ -455,7 +477,8 @@ def _suite_document(
     aggregate_digest: str | None = None
     refusal: str | None = None
     if evidence:
-        outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
+        with tags(f"suite:{suite.name}"):
+            outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             write_artifact(folder / AGGREGATE_FILE, outcome.aggregate)
@@ -507,6 +530,7 @@ def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:
     return {
         "legsSpawned": counts.legs_spawned,
         "legsCached": counts.legs_cached,
+        "legsCollapsed": counts.legs_collapsed,
         "spawnedSeconds": f"{counts.spawned_seconds:.3f}",
         "totalSeconds": f"{counts.total_seconds:.3f}",
         "probes": [
@@ -516,6 +540,7 @@ def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:
                 "legsPlanned": row.legs_planned,
                 "spawned": row.spawned,
                 "cached": row.from_cache,
+                "collapsed": row.collapsed,
                 "seconds": f"{row.leg_seconds:.3f}",
             }
             for row in pre.probes
@@ -555,13 +580,18 @@ def run_contract_strength(
     runner = task_runner or ThreadPoolTaskRunner(max_workers=settings.concurrency)
     shared = _share_api_with_worker_processes(runner)
     try:
-        return contract_strength.with_options(task_runner=runner)(
+        state = contract_strength.with_options(task_runner=runner)(
             suites_dir=suites_dir,
             out_dir=out_dir,
             baseline=baseline,
             mode=mode,
             update_baseline_file=update_baseline_file,
+            return_state=True,
         )
+        value = state.result(raise_on_failure=False)
+        if isinstance(value, BaseException):
+            raise value  # a crash, not a moved gate (that is a Failed state carrying the run)
+        return value  # type: ignore[no-any-return]
     finally:
         if shared:
             os.environ.pop("PREFECT_API_URL", None)
@@ -606,26 +636,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def print_strength(run: StrengthRun) -> None:
-    """The console report: the pre-flight table, one strength table per contract, the summary lines."""
-    from rich.console import Console
-    from rich.table import Table
+    """The console report: the pre-flight table, one strength table per contract, the summary lines.
 
+    Every table row is one line (120 columns when piped): the pre-flight outcome, the first basis line
+    and the qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
+    from flows.watch import console as make_console
+    from flows.watch import one_line_table
 
-    console = Console()
+    console = make_console()
     print_report(run.preflight, console)
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
-        table = Table(title=f"{name} ({document.contract_id}): {vector}")
         rows = contract_table_rows(document)
-        for column in rows[0] if rows else ():
-            table.add_column(column, overflow="fold")
         for row in rows:
-            basis = next((p for p in document.probes[row["probe"]].basis), "-")
-            more = len(document.probes[row["probe"]].basis) - 1
-            # The console shows the first basis line; the report and the JSON carry every line.
-            row["basis"] = basis + (f" (+{more} more)" if more > 0 else "")
-            table.add_row(*row.values())
+            basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
+            row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
+        headers = list(rows[0]) if rows else []
+        table = one_line_table(
+            f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
+            console.width, flexible=("pre-flight", "basis", "qualification"),
+        )
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)

@@ -40,6 +40,7 @@ class RunCounts:
 
     legs_spawned: int = 0
     legs_cached: int = 0
+    legs_collapsed: int = 0
     scores_run: int = 0
     scores_cached: int = 0
     spawned_seconds: float = 0.0
@@ -47,8 +48,9 @@ class RunCounts:
 
     def sentence(self) -> str:
         """The one-line cost summary ("N leg(s) run and M answered from cache ...", harness.md A.6)."""
+        collapsed = f" ({self.legs_collapsed} collapsed onto an identical leg)" if self.legs_collapsed else ""
         return (
-            f"{self.legs_spawned} leg(s) run and {self.legs_cached} answered from cache, "
+            f"{self.legs_spawned} leg(s) run and {self.legs_cached} answered from cache{collapsed}, "
             f"{self.spawned_seconds:.1f}s spent in legs; "
             f"{self.scores_run} probe(s) re-scored and {self.scores_cached} answered from cache"
         )

@@ -22,12 +22,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 #: Width of a piped (non-terminal) console: the logs CI keeps are read at about this width.
 PIPED_WIDTH = 120
@@ -284,3 +286,40 @@ class LegProgress:
             self._thread.join()
         if self._bar is not None:
             self._bar.stop()
+
+
+# ------------------------------------------------------------------------------------------- tables
+
+
+def one_line_table(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, flexible: Sequence[str] = ()
+) -> Table:
+    """A table whose every row is one line of ``width`` columns.
+
+    Columns not in ``flexible`` keep their full width; the ``flexible`` ones share what is left and
+    cut their text with an ellipsis (the full text is in the JSON the table summarises).
+    """
+    fixed = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    flex = [i for i, h in enumerate(headers) if h in flexible]
+    room = width - 4 - sum(fixed[i] + 3 for i in range(len(headers)) if i not in flex) - 3 * len(flex)
+    share = {i: max(len(headers[i]), 8, room // max(1, len(flex))) for i in flex}
+    # Give a column that needs less than its share the rest of the room, in column order.
+    spare = sum(max(0, share[i] - fixed[i]) for i in flex)
+    for i in flex:
+        if fixed[i] < share[i]:
+            share[i] = fixed[i]
+        elif spare > 0:
+            extra = min(spare, fixed[i] - share[i])
+            share[i] += extra
+            spare -= extra
+    table = Table(title=title)
+    for i, header in enumerate(headers):
+        table.add_column(header, no_wrap=True, width=share.get(i, fixed[i]), overflow="ellipsis")
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            text = Text(value)
+            text.truncate(share.get(i, fixed[i]), overflow="ellipsis")
+            cells.append(text)
+        table.add_row(*cells)
+    return table
