@@ -49,11 +49,10 @@ from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
-    digest_bytes,
-    digest_directory,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.lifecycle import FlowArgumentParser, start_flow_main
 from flows.output import write_artifact
 from flows.preflight import preflight
@@ -90,8 +89,6 @@ BRIEF_FILE = "sealed-evaluator-brief.json"
 AGGREGATE_FILE = "strength-aggregate.json"
 COST_FILE = "preflight-cost.json"
 POLICY_FILE = "scoring-policy.json"
-#: What belongs to a suite's evaluation corpus (module docstring): digested into its corpus digest.
-CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
 
 
 @dataclass(frozen=True)
@@ -127,14 +124,8 @@ def _read(model: type, path: Path) -> Any:
 
 
 def corpus_digest_of(directory: Path) -> str:
-    """The directory digest of a suite's evaluation corpus (``CORPUS_MEMBERS``)."""
-    members: dict[str, str] = {}
-    for name in CORPUS_MEMBERS:
-        root = directory / name
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
-        for path in files:
-            members[path.relative_to(directory).as_posix()] = digest_bytes(path.read_bytes())
-    return digest_directory(members)
+    """The directory digest of a suite's evaluation corpus (``evalquality_core.suite.load.CORPUS_MEMBERS``; ``eval-quality suite digest``)."""
+    return suite_corpus_digest(directory)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A suite is a folder holding ``contract.json``, its probes (``probes/*.json``, or one ``probes.json``
 array), ``targets.toml`` (the target registry, harness.md A.1), ``suite.toml`` with its ``system/`` and
-``fixtures/`` (staged by ``corpus/tools/staging.py``), and optionally ``mutations/`` (one declared
+``fixtures/`` (staged by :mod:`evalquality_core.suite.staging`), and optionally ``mutations/`` (one declared
 mutation per defect probe; a seeded-fault leg runs against it, every other leg against the clean
 system). A folder that cannot be loaded becomes a ``SuiteProblem`` naming the file and why, so the run
 reports it instead of crashing, and the baseline gate exits 2 for it.
@@ -11,7 +11,6 @@ reports it instead of crashing, and the baseline gate exits 2 for it.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import sys
 import tempfile
@@ -27,17 +26,8 @@ from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import parse_targets
-from tasks.home import PROJECT_ROOT
-
-
-def _staging() -> Any:
-    """The corpus staging mechanism (``corpus/tools/staging.py``), importable from any working directory."""
-    try:
-        return importlib.import_module("corpus.tools.staging")
-    except ModuleNotFoundError:
-        if str(PROJECT_ROOT) not in sys.path:
-            sys.path.append(str(PROJECT_ROOT))
-        return importlib.import_module("corpus.tools.staging")
+from evalquality_core.suite import load as suite_load
+from evalquality_core.suite import staging
 
 
 def _substitutions() -> dict[str, str]:
@@ -63,7 +53,7 @@ class Suite:
 
     def mutation_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str | None:
         """The mutation a leg of ``probe`` runs against (None: the clean system)."""
-        mutation = _staging().mutation_for_leg(self.directory, dict(probe), leg_id)
+        mutation = staging.mutation_for_leg(self.directory, dict(probe), leg_id)
         return None if mutation is None else mutation.mutation_id
 
     def staged_digest_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str:
@@ -76,7 +66,7 @@ class Suite:
 
 
 def _stage_leg(directory: Path, probe: dict[str, Any], leg_id: str, destination: Path) -> Any:
-    return _staging().stage_for_leg(directory, probe, leg_id, destination)
+    return staging.stage_for_leg(directory, probe, leg_id, destination)
 
 
 @dataclass(frozen=True)
@@ -92,16 +82,8 @@ class SuiteLoadError(Exception):
     """Why a suite could not be loaded (one line naming the file)."""
 
 
-def find_suites(root: Path) -> list[Path]:
-    """Every suite folder directly under ``root`` (a folder holding ``contract.json``), sorted by name.
-
-    ``root`` may itself be one suite.
-    """
-    if (root / "contract.json").is_file():
-        return [root]
-    if not root.is_dir():
-        return []
-    return sorted(path for path in root.iterdir() if (path / "contract.json").is_file())
+#: Every suite folder directly under a root (which may itself be one suite), sorted by name.
+find_suites = suite_load.find_suites
 
 
 def _read_json(path: Path) -> Any:
@@ -126,9 +108,8 @@ def _probe_files(directory: Path) -> list[tuple[Path, Any]]:
 
 def _staged_digests(directory: Path, probes: tuple[Mapping[str, Any], ...]) -> dict[str | None, str]:
     """Stage the clean system and each probe's mutation once, to digest what every leg will see."""
-    staging = _staging()
     digests: dict[str | None, str] = {}
-    mutations = staging.load_mutations(directory)
+    mutations = suite_load.load_mutations(directory)
     wanted = [None] + [mutations[p["probeId"]] for p in probes if p["probeId"] in mutations]
     for mutation in wanted:
         with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
