@@ -77,9 +77,16 @@ from flows.strength_document import (
     read_suite_strength,
     write_suite_strength,
 )
-from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
+from flows.strength_report import (
+    ProbeDetail,
+    RunCounts,
+    StrengthReport,
+    mutations_of,
+    publish_artifacts,
+    write_html_report,
+)
 from flows.suites import Suite, load_suites
-from flows.watch import RunLog, flow_run_url, strength_run_name, tag_flow_run
+from flows.watch import RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 
@@ -317,6 +324,7 @@ def contract_strength(
         except (EvalQualityFault, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
+    task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
 
     documents = {
         suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems)
@@ -336,9 +344,15 @@ def contract_strength(
     if pre.spawned:
         write_artifact(out / COST_FILE, _cost_record(pre, counts))
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    report = StrengthReport(at, documents, gate, counts)
+    report = StrengthReport(
+        at, documents, gate, counts,
+        flow_run_id=None if context is None else str(context.flow_run.id),
+        flow_run_name=None if context is None else context.flow_run.name,
+        aggregates=_aggregates_written(out, documents),
+        details=_probe_details(suites, documents, scores, task_runs),
+    )
     report_path = write_html_report(out, report)
-    publish_artifacts(report)
+    publish_artifacts(report, report_path)
     run = StrengthRun(
         documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
     )
@@ -355,6 +369,42 @@ def gate_message(gate: GateResult) -> str:
     first = lines[0] if lines else "the gate did not match"
     more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
     return f"contract strength gate exit {gate.exit_code}: {first}{more}"
+
+
+def _aggregates_written(out: Path, documents: Mapping[str, SuiteStrength]) -> dict[str, Any]:
+    """Each suite's ``strength-aggregate.json`` this run wrote (wire JSON), for the report."""
+    found = {}
+    for name, document in documents.items():
+        if document.aggregate_digest is not None:
+            found[name] = scan_json((out / name / AGGREGATE_FILE).read_bytes())
+    return found
+
+
+def _probe_details(
+    suites: Sequence[Suite],
+    documents: Mapping[str, SuiteStrength],
+    scores: Mapping[tuple[str, str], ProbeScore],
+    task_runs: Mapping[tuple[str, str], str],
+) -> dict[str, ProbeDetail]:
+    """Per probe, what the report's probe section shows: mutation, evidence, and links."""
+    details = {}
+    for suite in suites:
+        if suite.name not in documents:
+            continue
+        mutations = mutations_of(suite.directory)
+        for probe in suite.probes:
+            pid = probe["probeId"]
+            score = scores.get((suite.name, pid))
+            evidence = None if score is None else score.evidence
+            run_id = task_runs.get((suite.name, pid))
+            details[f"{suite.name}/{pid}"] = ProbeDetail(
+                mutation=mutations.get(pid),
+                evidence=evidence,
+                evidence_href=None if evidence is None else f"{suite.name}/evidence-{pid}.json",
+                task_run_id=run_id,
+                task_run_url=task_run_url(run_id),
+            )
+    return details
 
 
 @dataclass(frozen=True)
