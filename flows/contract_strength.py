@@ -23,6 +23,7 @@ the system under test and its fixtures are the environment, which the pre-flight
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -356,8 +357,10 @@ def contract_strength(
     run = StrengthRun(
         documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
     )
+    _log_tables(log, run)
     for line in run.summary_lines():
-        (log.warning if gate.exit_code and line in gate.lines() else log.info)(line)
+        # Printed on the console by main (print_strength); here to the Logs tab, a move as a warning.
+        log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
     if fail_on_movement and gate.exit_code != 0:
         return Failed(message=gate_message(gate), data=run)
     return Completed(message=counts.sentence(), data=run)
@@ -676,18 +679,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_strength(run: StrengthRun) -> None:
-    """The console report: the pre-flight table, one strength table per contract, the summary lines.
+def strength_tables(run: StrengthRun, width: int) -> list[Any]:
+    """One rich table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
 
-    Every table row is one line (120 columns when piped): the pre-flight outcome, the first basis line
-    and the qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    Every row is one line of ``width`` columns: the pre-flight outcome, the first basis line and the
+    qualification are cut with an ellipsis; the report and the JSON carry the full text.
     """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
-    from flows.watch import console as make_console
     from flows.watch import one_line_table
 
-    console = make_console()
-    print_report(run.preflight, console)
+    tables = []
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
         rows = contract_table_rows(document)
@@ -695,10 +696,33 @@ def print_strength(run: StrengthRun) -> None:
             basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
             row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
         headers = list(rows[0]) if rows else []
-        table = one_line_table(
+        tables.append(one_line_table(
             f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
-            console.width, flexible=("pre-flight", "basis", "qualification"),
-        )
+            width, flexible=("pre-flight", "basis", "qualification"),
+        ))
+    return tables
+
+
+def _log_tables(log: RunLog, run: StrengthRun) -> None:
+    """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
+    from io import StringIO
+
+    from flows.watch import PIPED_WIDTH
+    from flows.watch import console as make_console
+
+    for table in strength_tables(run, PIPED_WIDTH):
+        buffer = StringIO()
+        make_console(buffer).print(table)
+        log.to_logger(buffer.getvalue().rstrip())
+
+
+def print_strength(run: StrengthRun) -> None:
+    """The console report: the pre-flight table, one strength table per contract, the summary lines."""
+    from flows.watch import console as make_console
+
+    console = make_console()
+    print_report(run.preflight, console)
+    for table in strength_tables(run, console.width):
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)
