@@ -87,7 +87,7 @@ from flows.strength_report import (
     write_html_report,
 )
 from flows.suites import Suite, load_suites
-from flows.watch import RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
+from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 
@@ -362,7 +362,8 @@ def contract_strength(
         # Printed on the console by main (print_strength); here to the Logs tab, a move as a warning.
         log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
     if fail_on_movement and gate.exit_code != 0:
-        return Failed(message=gate_message(gate), data=run)
+        message = gate_message(gate)
+        return Failed(message=message, data=GateMoved(message, run))
     return Completed(message=counts.sentence(), data=run)
 
 
@@ -633,8 +634,10 @@ def run_contract_strength(
             return_state=True,
         )
         value = state.result(raise_on_failure=False)
+        if isinstance(value, GateMoved):
+            return value.run  # type: ignore[no-any-return]
         if isinstance(value, BaseException):
-            raise value  # a crash, not a moved gate (that is a Failed state carrying the run)
+            raise value  # a crash, not a moved gate
         return value  # type: ignore[no-any-return]
     finally:
         if shared:

@@ -54,7 +54,15 @@ from flows.report import (
 )
 from flows.settings import FlowSettings
 from flows.suites import Suite, load_suites
-from flows.watch import LegProgress, RunLog, console, flow_run_url, preflight_run_name, tag_flow_run
+from flows.watch import (
+    GateMoved,
+    LegProgress,
+    RunLog,
+    console,
+    flow_run_url,
+    preflight_run_name,
+    tag_flow_run,
+)
 from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, close_leg_cache
 from tasks.preflight import (
@@ -159,7 +167,8 @@ def preflight(
     publish_report(run)
     _log_report(log, run)
     if result is not None and result.exit_code != 0:
-        return Failed(message=gate_message(result), data=run)
+        message = gate_message(result)
+        return Failed(message=message, data=GateMoved(message, run))
     return Completed(message=summary_line(run), data=run)
 
 
@@ -338,6 +347,8 @@ def run_of(state: State) -> PreflightRun:
     """The ``PreflightRun`` a finished ``preflight`` flow run carries (its Failed state included);
     a flow that crashed re-raises its exception."""
     value = state.result(raise_on_failure=False)
+    if isinstance(value, GateMoved):
+        return value.run  # type: ignore[no-any-return]
     if isinstance(value, BaseException):
         raise value
     return value  # type: ignore[no-any-return]

@@ -143,6 +143,30 @@ class _QuietConsole(logging.Filter):
 _QUIET = _QuietConsole()
 
 
+class GateMoved(Exception):  # noqa: N818 - it is a finding, not an error of ours
+    """The data of a flow run that ended ``Failed`` because its gate moved: the one-line message, and the
+    run's full result (``run``) for the caller, which still exits with the gate's code.
+
+    A Failed state's data must be an exception: Prefect's engine (a worker, ``serve``) calls
+    ``result()`` on the final state, which raises it.
+    """
+
+    def __init__(self, message: str, run: Any) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class _NoGateTraceback(logging.Filter):
+    """Drop the engine's "exited with unexpected exception" records whose exception is a ``GateMoved``:
+    the flow run's Failed state already says what moved in one line; a traceback adds nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], GateMoved))
+
+
+_NO_GATE_TRACEBACK = _NoGateTraceback()
+
+
 def enable_run_logs() -> None:
     """Let INFO from run loggers reach the API (PREFECT_LOGGING_LEVEL=WARNING would drop it) while the
     console shows only what we print and warnings; idempotent, called at the start of each flow."""
@@ -153,6 +177,10 @@ def enable_run_logs() -> None:
     for handler in logging.getLogger().handlers:
         if type(handler).__name__ == "PrefectConsoleHandler" and _QUIET not in handler.filters:
             handler.addFilter(_QUIET)
+    for name in ("prefect.flow_runs", "prefect.engine"):
+        logger = logging.getLogger(name)
+        if _NO_GATE_TRACEBACK not in logger.filters:
+            logger.addFilter(_NO_GATE_TRACEBACK)
 
 
 def _run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger] | None:
