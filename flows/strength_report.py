@@ -138,7 +138,7 @@ def contract_table_rows(document: SuiteStrength) -> list[dict[str, str]]:
                 "legs": "?" if probe.preflight_legs is None else str(probe.preflight_legs),
                 "verdict": probe.verdict or "Invalid",
                 "exit": str(probe.exit_code),
-                "basis": "; ".join(probe.basis) if probe.basis else "-",
+                "basis": "; ".join(distinct_lines(probe.basis)) if probe.basis else "-",
                 "qualification": "-" if probe.qualification is None else ", ".join(sorted(set(probe.qualification))),
             }
         )
