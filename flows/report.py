@@ -46,6 +46,8 @@ class ProbePreflight:
     leg_seconds: float
     outcome: str
     verdict_file: str | None
+    #: Of ``spawned``, the legs whose run ended in a fault (a timeout, say): run and paid for, not answered.
+    faulted: int = 0
     collapsed: int = 0
 
 
@@ -85,6 +87,11 @@ class PreflightRun:
         return sum(row.collapsed for row in self.probes)
 
     @property
+    def faulted(self) -> int:
+        """Spawned legs whose run ended in a fault (their seconds are in ``leg_seconds``)."""
+        return sum(row.faulted for row in self.probes)
+
+    @property
     def leg_seconds(self) -> float:
         """Wall-clock seconds spent inside spawned legs (summed over legs)."""
         return sum(row.leg_seconds for row in self.probes)
@@ -97,20 +104,23 @@ class PreflightRun:
             "legsSpawned": self.spawned,
             "legsFromCache": self.from_cache,
             "legsCollapsed": self.collapsed,
+            "legsFaulted": self.faulted,
             "legSeconds": round(self.leg_seconds, 3),
             "wallSeconds": round(self.wall_seconds, 3),
         }
 
 
-def cost_sentence(spawned: int, from_cache: int, collapsed: int, seconds: float) -> str:
-    """``N legs run and M answered from cache (C collapsed onto an identical leg of this run), S s spent in legs``."""
+def cost_sentence(spawned: int, from_cache: int, collapsed: int, seconds: float, faulted: int = 0) -> str:
+    """``N legs run (F of them timed out or faulted) and M answered from cache (C collapsed onto an
+    identical leg of this run), S s spent in legs``; each parenthesis only when its count is not 0."""
+    failed = f" ({faulted} of them timed out or faulted)" if faulted else ""
     also = f" ({collapsed} collapsed onto an identical leg of this run)" if collapsed else ""
-    return f"{spawned} legs run and {from_cache} answered from cache{also}, {seconds:.1f} s spent in legs"
+    return f"{spawned} legs run{failed} and {from_cache} answered from cache{also}, {seconds:.1f} s spent in legs"
 
 
 def summary_line(run: PreflightRun) -> str:
     """The closing line of a run."""
-    return cost_sentence(run.spawned, run.from_cache, run.collapsed, run.leg_seconds)
+    return cost_sentence(run.spawned, run.from_cache, run.collapsed, run.leg_seconds, run.faulted)
 
 
 _COUNTS = ("legs planned", "spawned", "collapsed", "from cache")

@@ -11,7 +11,7 @@ from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of,
 def _row(
     probe: str, outcome: str = "passed", legs: int | None = 5, spawned: int = 0, cached: int = 5, collapsed: int = 0
 ) -> ProbePreflight:
-    return ProbePreflight("notes", probe, legs, spawned, cached, 1.25 * spawned, outcome, None, collapsed)
+    return ProbePreflight("notes", probe, legs, spawned, cached, 1.25 * spawned, outcome, None, collapsed=collapsed)
 
 
 def _run(*rows: ProbePreflight, failures: tuple[SuiteFailure, ...] = ()) -> PreflightRun:
