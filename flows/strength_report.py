@@ -211,6 +211,25 @@ def _floor_view(aggregate: Mapping[str, Any] | None) -> dict[str, Any]:
     return view
 
 
+def aggregate_of(doc: SuiteStrength, aggregates: Mapping[str, Mapping[str, Any]] | None, name: str) -> Any:
+    """The suite's aggregate as wire JSON: the one given (``strength-aggregate.json``), else the classes
+    and floor decisions the document itself carries (document version 2), else None."""
+    if aggregates and name in aggregates:
+        return aggregates[name]
+    classes, floors = getattr(doc, "aggregate", None), getattr(doc, "floor_decisions", None)
+    if classes is None and floors is None:
+        return None
+
+    def wire(value: Any) -> Any:
+        if hasattr(value, "model_dump"):
+            return value.model_dump(mode="json", by_alias=True)
+        if isinstance(value, Mapping):
+            return {str(key): wire(item) for key, item in value.items()}
+        return value
+
+    return {"classes": wire(classes) or {}, "floorDecisions": wire(floors) or {}}
+
+
 def history_entry(
     at: str,
     documents: Mapping[str, SuiteStrength],
@@ -234,7 +253,7 @@ def history_entry(
                 "contractId": doc.contract_id,
                 "strength": doc.strength.model_dump(mode="json", by_alias=True),
                 "aggregateRefusal": doc.aggregate_refusal,
-                "classes": _floor_view(aggregates.get(name)),
+                "classes": _floor_view(aggregate_of(doc, aggregates, name)),
                 "probes": {
                     pid: {
                         "class": probe.probe_class + (" (clean)" if probe.expected_clean else ""),
@@ -586,12 +605,12 @@ def _contract_table(documents: Mapping[str, SuiteStrength], aggregates: Mapping[
         if doc.probes and counts["Invalid"] == len(doc.probes):
             badges += ('<div class="warn">every probe of this contract is Invalid: it measured nothing '
                        "this run (see each probe's basis)</div>")
-        view = _floor_view(aggregates.get(name))
+        view = _floor_view(aggregate_of(doc, aggregates, name))
         classes = vector_classes(doc.strength)
         cells = "".join(_class_cell(classes[cls], view.get(cls)) for cls in VECTOR_CLASSES)
         if doc.aggregate_refusal:
             aggregate = f'{_badge("refused")}<br><span class="sub">{html.escape(doc.aggregate_refusal)}</span>'
-        elif name in aggregates:
+        elif aggregate_of(doc, aggregates, name) is not None:
             aggregate = "accepted"
         else:
             aggregate = '<span class="sub">none (no evidence minted)</span>'

@@ -91,7 +91,11 @@ def strength_run_name() -> str:
     """The ``contract-strength`` flow's run name; its default suites folder comes from the settings."""
     from flows.settings import load_settings
 
-    return _runtime_name("contract-strength", load_settings().suites_dir)
+    try:
+        default = load_settings().suites_dir
+    except ValueError:  # a bad setting is reported by the flow itself; the name just counts nothing
+        default = None
+    return _runtime_name("contract-strength", default)
 
 
 def tag_flow_run(tags: Iterable[str]) -> None:

@@ -10,6 +10,7 @@ answered it), the flow-run name and tags, the run logger's lines, and a moved ga
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from pathlib import Path
@@ -54,8 +55,12 @@ def _read_back(flow_run_id, expected_task_runs: int):
 def _logs(flow_run_id) -> list[str]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
 
-    deadline = time.monotonic() + 30
+    for handler in logging.getLogger("prefect.flow_runs").handlers:
+        if isinstance(handler, APILogHandler):
+            handler.flush()  # logs are sent in batches: send what is queued, then read it back
+    deadline = time.monotonic() + 90
     with get_client(sync_client=True) as client:
         while True:
             logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
