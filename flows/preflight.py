@@ -77,35 +77,61 @@ from tasks.preflight import (
 )
 from tasks.workspace import reclaim_workspaces
 
-__all__ = ["main", "preflight", "run_preflight_flow"]
+__all__ = ["SCOPES", "SUITE_ROW", "main", "preflight", "run_preflight_flow", "verdict_path"]
+
+
+#: The two pre-flight scopes: one plan per probe (this flow's default, the client's pre-flight-only
+#: mode), or one plan per suite over the contract and every probe (the strength run, the client's full mode).
+SCOPES: tuple[str, ...] = ("probe", "suite")
+#: The probe column of a suite-wide row: the verdict covers every probe of the suite.
+SUITE_ROW = "*"
+#: The file a suite-wide verdict is written to, beside the per-probe ``preflight-<probe>.json``.
+SUITE_VERDICT_FILE = "preflight.json"
 
 PROG = "python -m flows.preflight"
 
 
 def run_id_of(suite: str, probe_id: str) -> str:
-    """A deterministic run id per (suite, probe), so a re-run's verdict equals the first run's."""
+    """A deterministic run id per (suite, probe), so a re-run's verdict equals the first run's.
+
+    The suite-wide plan's run id is ``preflight-<suite>`` (``probe_id`` is ``SUITE_ROW``).
+    """
+    if probe_id == SUITE_ROW:
+        return f"preflight-{suite}".lower()
     return f"preflight-{suite}-{probe_id}".lower()
 
 
 @dataclass(frozen=True, eq=False)
 class _Planned:
+    """One plan: over one probe (scope ``probe``) or over every probe of the suite (scope ``suite``)."""
+
     suite: Suite
-    probe: dict[str, Any]
+    probes: tuple[dict[str, Any], ...]
+    probe_id: str
     plan: PreflightPlan | None
     fault: EvalQualityFault | None
 
-    @property
-    def probe_id(self) -> str:
-        """The probe's id."""
-        return str(self.probe["probeId"])
+    def owner_of(self, leg_id: str) -> dict[str, Any]:
+        """The probe a leg belongs to: the one whose manifestation witness it is, else the first.
+
+        Only a seeded-fault leg runs against a mutation (its own probe's); every other leg runs against
+        the clean system whichever probe is named, so the first stands for all of them.
+        """
+        return self.suite.owner_of_leg(self.probes, leg_id)
 
 
 def _fault_outcome(fault: EvalQualityFault) -> str:
     return f"fault: {fault.code}: {fault.detail}"
 
 
+def verdict_path(out_dir: Path, suite: str, probe_id: str) -> Path:
+    """Where a verdict is written: ``<suite>/preflight-<probe>.json``, or ``<suite>/preflight.json`` suite-wide."""
+    name = SUITE_VERDICT_FILE if probe_id == SUITE_ROW else f"preflight-{probe_id}.json"
+    return out_dir / suite / name
+
+
 def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Path:
-    return write_artifact(out_dir / suite / f"preflight-{probe_id}.json", as_wire(verdict))
+    return write_artifact(verdict_path(out_dir, suite, probe_id), as_wire(verdict))
 
 
 @flow(name="preflight", flow_run_name=preflight_run_name, validate_parameters=False)
@@ -115,16 +141,23 @@ def preflight(
     cache_dir: str,
     workspaces_dir: str,
     mode: str = "default",
+    scope: str = "probe",
     baseline: str | None = None,
     update_baseline: bool = False,
 ) -> State:
     """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``.
+
+    ``scope="probe"`` plans each probe alone (one verdict per probe); ``scope="suite"`` plans each suite
+    once over its contract and every probe (one verdict and one fixture digest per suite, row probe
+    ``*``). Both send the same requests for the same legs, so they share the leg cache.
 
     With ``baseline``, gate on it (module docstring). The final state's data is the ``PreflightRun``:
     ``Completed`` when the gate matched (or there was none), ``Failed`` naming what moved otherwise.
     """
     if mode not in LEG_CACHE_MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
@@ -140,7 +173,7 @@ def preflight(
         log.warning(f"suite {failure.suite} could not run: {failure.message}")
     keys: set[str] = set()
     try:
-        planned = _plan_all(suites, failures, log)
+        planned = _plan_all(suites, failures, log, scope)
         progress = LegProgress(sum(len(item.plan.legs) for item in planned if item.plan is not None))
         listen_to_legs(invocation, progress.on_event)
         with progress:
@@ -194,15 +227,17 @@ def _log_report(log: RunLog, run: PreflightRun) -> None:
         log.to_logger(line, 30 if run.gate_exit else 20)
 
 
-def _plan_all(suites: list[Suite], failures: list[SuiteFailure], log: RunLog) -> list[_Planned]:
-    """Compile every contract, then plan every (suite, probe); both stages run concurrently."""
+def _plan_all(
+    suites: list[Suite], failures: list[SuiteFailure], log: RunLog, scope: str = "probe"
+) -> list[_Planned]:
+    """Compile every contract, then plan every (suite, probe), or every suite once (``scope``); concurrently."""
     compiled = {}
     for suite in suites:
         with tags(f"suite:{suite.name}"):
             compiled[suite.name] = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(
                 quote(suite.contract)
             )
-    plans: list[tuple[Suite, dict[str, Any], Any]] = []
+    plans: list[tuple[Suite, tuple[dict[str, Any], ...], str, Any]] = []
     for suite in suites:
         try:
             contract = compiled[suite.name].result()  # a contract that does not compile cannot pre-flight
@@ -211,17 +246,19 @@ def _plan_all(suites: list[Suite], failures: list[SuiteFailure], log: RunLog) ->
             failures.append(failure)
             log.warning(f"suite {suite.name} could not run: {failure.message}")
             continue
-        for probe in suite.probes:
-            run_id = run_id_of(suite.name, probe["probeId"])
-            plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/{probe['probeId']}")
+        groups = [tuple(dict(p) for p in suite.probes)] if scope == "suite" else [(dict(p),) for p in suite.probes]
+        for group in groups:
+            probe_id = SUITE_ROW if scope == "suite" else group[0]["probeId"]
+            run_id = run_id_of(suite.name, probe_id)
+            plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/{probe_id}")
             with tags(f"suite:{suite.name}"):
-                plans.append((suite, dict(probe), plan.submit(quote(contract), quote([probe]), run_id)))
+                plans.append((suite, group, probe_id, plan.submit(quote(contract), quote(list(group)), run_id)))
     planned = []
-    for suite, probe, future in plans:
+    for suite, group, probe_id, future in plans:
         try:
-            planned.append(_Planned(suite, probe, future.result(), None))
+            planned.append(_Planned(suite, group, probe_id, future.result(), None))
         except EvalQualityFault as fault:
-            planned.append(_Planned(suite, probe, None, fault))
+            planned.append(_Planned(suite, group, probe_id, None, fault))
     for suite in suites:
         mine = [item for item in planned if item.suite is suite]
         if not mine:
@@ -229,7 +266,8 @@ def _plan_all(suites: list[Suite], failures: list[SuiteFailure], log: RunLog) ->
         legs = sum(len(item.plan.legs) for item in mine if item.plan is not None)
         faulted = sum(1 for item in mine if item.plan is None)
         note = f", {faulted} could not be planned" if faulted else ""
-        log.info(f"suite {suite.name}: {len(mine)} probe(s), {legs} legs planned{note}")
+        what = "the whole suite" if scope == "suite" else f"{len(mine)} probe(s)"
+        log.info(f"suite {suite.name}: {what}, {legs} legs planned{note}")
     return planned
 
 
@@ -242,11 +280,12 @@ def _submit_legs(
         if item.plan is None:
             continue
         for leg in item.plan.legs:
+            owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id)),
+                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(owner, leg.leg_id)),
                 policy=item.suite.policy,
-                stage=item.suite.stager(item.probe, leg.leg_id),
+                stage=item.suite.stager(owner, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
                 invocation=invocation,
@@ -321,7 +360,7 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
             None if path is None else str(path), faulted=faulted, collapsed=collapsed,
         )
 
-    stale = out / item.suite.name / f"preflight-{item.probe_id}.json"
+    stale = verdict_path(out, item.suite.name, item.probe_id)
     if collected.fault is not None:
         stale.unlink(missing_ok=True)  # no verdict this run: never leave an earlier one looking current
         return row(_fault_outcome(collected.fault))
