@@ -44,6 +44,7 @@ from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
@@ -306,6 +307,7 @@ def contract_strength(
     mode: str = "default",
     update_baseline_file: bool = False,
     fail_on_movement: bool = True,
+    suites: list[str] | None = None,
 ) -> State:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -332,12 +334,14 @@ def contract_strength(
     pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         scope="suite",
+        suites=suites,
     )
-    suites, load_problems = load_suites(suites_root)
+    only = suites
+    suites, load_problems = load_suites(suites_root, only)
     tag_flow_run(["eval-quality", "contract-strength", *(f"suite:{suite.name}" for suite in suites)])
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
@@ -458,7 +462,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     floors = floors_of(suite.directory)
     with tags(f"suite:{suite.name}"):
         contract = compile_task.with_options(task_run_name=f"compile/{suite.name}")(suite.contract)
-        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(contract)
+        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
+        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
     return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
 
 
@@ -488,7 +494,7 @@ def _submit_scores(
             submitted[key] = score_task.submit(
                 suite.name,
                 probe["probeId"],
-                prepared.contract,
+                quote(prepared.contract),
                 probe,
                 trials.records,
                 prepared.policy,

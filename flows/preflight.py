@@ -142,10 +142,12 @@ def preflight(
     workspaces_dir: str,
     mode: str = "default",
     scope: str = "probe",
+    suites: list[str] | None = None,
     baseline: str | None = None,
     update_baseline: bool = False,
 ) -> State:
-    """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``.
+    """Pre-flight every probe of every suite under ``suites_dir`` (or of the named ``suites`` only: a batch
+    of a fanned-out night); write verdicts under ``out_dir``.
 
     ``scope="probe"`` plans each probe alone (one verdict per probe); ``scope="suite"`` plans each suite
     once over its contract and every probe (one verdict and one fixture digest per suite, row probe
@@ -166,14 +168,14 @@ def preflight(
     if url:
         log.info(f"flow run: {url}")
     reclaim_workspaces(Path(workspaces_dir))
-    suites, problems = load_suites(Path(suites_dir))
-    tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in suites)])
+    loaded, problems = load_suites(Path(suites_dir), suites)
+    tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in loaded)])
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
     for failure in failures:
         log.warning(f"suite {failure.suite} could not run: {failure.message}")
     keys: set[str] = set()
     try:
-        planned = _plan_all(suites, failures, log, scope)
+        planned = _plan_all(loaded, failures, log, scope)
         progress = LegProgress(sum(len(item.plan.legs) for item in planned if item.plan is not None))
         listen_to_legs(invocation, progress.on_event)
         with progress:
@@ -188,7 +190,7 @@ def preflight(
         kill_all_live_groups()
         raise
     release_invocation(invocation)
-    close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
+    close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
     for row in rows:
         if row.outcome.startswith("fault"):
             log.warning(f"{row.suite}/{row.probe_id}: {row.outcome}")
@@ -283,8 +285,14 @@ def _submit_legs(
             owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(owner, leg.leg_id)),
+                key=leg_key(
+                    leg.request,
+                    item.suite.policy,
+                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
+                    mcp_policy=item.suite.mcp_policy,
+                ),
                 policy=item.suite.policy,
+                mcp_policy=item.suite.mcp_policy,
                 stage=item.suite.stager(owner, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
@@ -326,7 +334,8 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     costs: list[LegFaultCost] = []
     for leg in item.plan.legs:
         try:
-            answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
+            # pop: a collected leg's future (its state and result) is not held until the run ends
+            answers.append(futures.pop((item.suite.name, item.probe_id, leg.leg_id)).result())
         except EvalQualityFault as raised:
             fault = fault or raised
             cost = getattr(raised, "leg_cost", None)
@@ -384,7 +393,7 @@ def run_preflight_flow(
     state = preflight.with_options(task_runner=runner)(
         suites_dir=str(settings.suites_dir),
         out_dir=str(settings.out_dir),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         baseline=str(settings.baseline) if gate_on_baseline or update_baseline else None,

@@ -65,12 +65,15 @@ def _when(start: Any) -> datetime:
     return start.astimezone(UTC) if isinstance(start, datetime) else datetime.now(UTC)
 
 
-def run_name(kind: str, suites_dir: Any, start: Any = None, deployment: str | None = None) -> str:
-    """``<kind> <n> suite(s) <UTC minute>``, or ``<deployment> <UTC date>`` for a deployment's run."""
+def run_name(
+    kind: str, suites_dir: Any, start: Any = None, deployment: str | None = None, only: Any = None
+) -> str:
+    """``<kind> <n> suite(s) <UTC minute>``, or ``<deployment> <UTC date>`` for a deployment's run;
+    ``only`` (a batch's suite names) is counted instead of the folder when given."""
     when = _when(start)
     if deployment:
         return f"{deployment} {when:%Y-%m-%d}"
-    count = len(suite_names(suites_dir))
+    count = len(only) if only else len(suite_names(suites_dir))
     return f"{kind} {count} suite{'' if count == 1 else 's'} {when:%Y-%m-%dT%H:%MZ}"
 
 
@@ -79,7 +82,7 @@ def _runtime_name(kind: str, default_suites: Any) -> str:
 
     parameters = flow_run.parameters or {}
     suites = parameters.get("suites_dir") or default_suites
-    return run_name(kind, suites, flow_run.scheduled_start_time, deployment.name)
+    return run_name(kind, suites, flow_run.scheduled_start_time, deployment.name, parameters.get("suites"))
 
 
 def preflight_run_name() -> str:
