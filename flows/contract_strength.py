@@ -29,6 +29,7 @@ the system under test and its fixtures are the environment, which the pre-flight
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -38,8 +39,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
+from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
+from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -85,8 +88,16 @@ from flows.strength_document import (
     read_suite_strength,
     write_suite_strength,
 )
-from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
+from flows.strength_report import (
+    ProbeDetail,
+    RunCounts,
+    StrengthReport,
+    mutations_of,
+    publish_artifacts,
+    write_html_report,
+)
 from flows.suites import Suite, load_suites
+from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 
@@ -288,23 +299,29 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
 # ------------------------------------------------------------------------------------------ flow
 
 
-@flow(name="contract-strength", flow_run_name="contract-strength", validate_parameters=False)
+@flow(name="contract-strength", flow_run_name=strength_run_name, validate_parameters=False)
 def contract_strength(
     suites_dir: str | None = None,
     out_dir: str | None = None,
     baseline: str | None = None,
     mode: str = "default",
     update_baseline_file: bool = False,
-    fail_on_movement: bool = False,
+    fail_on_movement: bool = True,
     suites: list[str] | None = None,
-) -> StrengthRun:
+) -> State:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
-    With ``fail_on_movement`` (the nightly deployment) the flow run ends Failed when the gate's exit
-    code is not 0, after everything is written and published, so the UI shows a moved night in red.
+    The final state's data is the ``StrengthRun``. With ``fail_on_movement`` (the default, from the
+    CLI and the nightly deployment alike) the flow run ends ``Failed`` when the gate's exit code is not
+    0, with one line naming what moved and no traceback, after everything is written and published,
+    so the UI shows a moved night in red; the CLI's exit code is the gate's either way.
     """
     settings = load_settings()
     started = time.perf_counter()
+    log = RunLog()
+    url = flow_run_url()
+    if url:
+        log.info(f"flow run: {url}")
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
@@ -325,6 +342,7 @@ def contract_strength(
     )
     only = suites
     suites, load_problems = load_suites(suites_root, only)
+    tag_flow_run(["eval-quality", "contract-strength", *(f"suite:{suite.name}" for suite in suites)])
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
@@ -342,6 +360,7 @@ def contract_strength(
         except (EvalQualityFault, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
+    task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
 
     documents = {
         suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems)
@@ -352,6 +371,7 @@ def contract_strength(
     counts = RunCounts(
         legs_spawned=pre.spawned,
         legs_cached=pre.from_cache,
+        legs_collapsed=pre.collapsed,
         scores_run=len(scores) - scores_cached,
         scores_cached=scores_cached,
         spawned_seconds=pre.leg_seconds,
@@ -360,15 +380,70 @@ def contract_strength(
     if pre.spawned:
         write_artifact(out / COST_FILE, _cost_record(pre, counts))
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    report = StrengthReport(at, documents, gate, counts)
+    report = StrengthReport(
+        at, documents, gate, counts,
+        flow_run_id=None if context is None else str(context.flow_run.id),
+        flow_run_name=None if context is None else context.flow_run.name,
+        aggregates=_aggregates_written(out, documents),
+        details=_probe_details(suites, documents, scores, task_runs),
+    )
     report_path = write_html_report(out, report)
-    publish_artifacts(report)
+    publish_artifacts(report, report_path)
     run = StrengthRun(
         documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
     )
+    _log_tables(log, run)
+    for line in run.summary_lines():
+        # Printed on the console by main (print_strength); here to the Logs tab, a move as a warning.
+        log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
     if fail_on_movement and gate.exit_code != 0:
-        raise RuntimeError(f"contract strength gate exit {gate.exit_code}: " + "; ".join(gate.lines()))
-    return run
+        message = gate_message(gate)
+        return Failed(message=message, data=GateMoved(message, run))
+    return Completed(message=counts.sentence(), data=run)
+
+
+def gate_message(gate: GateResult) -> str:
+    """One line naming what moved: the first move or problem, and how many more there are."""
+    lines = gate.lines()
+    first = lines[0] if lines else "the gate did not match"
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return f"contract strength gate exit {gate.exit_code}: {first}{more}"
+
+
+def _aggregates_written(out: Path, documents: Mapping[str, SuiteStrength]) -> dict[str, Any]:
+    """Each suite's ``strength-aggregate.json`` this run wrote (wire JSON), for the report."""
+    found = {}
+    for name, document in documents.items():
+        if document.aggregate_digest is not None:
+            found[name] = scan_json((out / name / AGGREGATE_FILE).read_bytes())
+    return found
+
+
+def _probe_details(
+    suites: Sequence[Suite],
+    documents: Mapping[str, SuiteStrength],
+    scores: Mapping[tuple[str, str], ProbeScore],
+    task_runs: Mapping[tuple[str, str], str],
+) -> dict[str, ProbeDetail]:
+    """Per probe, what the report's probe section shows: mutation, evidence, and links."""
+    details = {}
+    for suite in suites:
+        if suite.name not in documents:
+            continue
+        mutations = mutations_of(suite.directory)
+        for probe in suite.probes:
+            pid = probe["probeId"]
+            score = scores.get((suite.name, pid))
+            evidence = None if score is None else score.evidence
+            run_id = task_runs.get((suite.name, pid))
+            details[f"{suite.name}/{pid}"] = ProbeDetail(
+                mutation=mutations.get(pid),
+                evidence=evidence,
+                evidence_href=None if evidence is None else f"{suite.name}/evidence-{pid}.json",
+                task_run_id=run_id,
+                task_run_url=task_run_url(run_id),
+            )
+    return details
 
 
 @dataclass(frozen=True)
@@ -385,12 +460,12 @@ class _PreparedSuite:
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus."""
     floors = floors_of(suite.directory)
-    contract = compile_task(suite.contract)
-    return _PreparedSuite(
+    with tags(f"suite:{suite.name}"):
+        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}")(suite.contract)
         # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
         # field named ``keys`` (a reference set's) and fails. The task still receives the model.
-        contract, seal_task(quote(contract)), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
-    )
+        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
+    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
 
 
 def _submit_scores(
@@ -415,18 +490,19 @@ def _submit_scores(
             continue
         trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
-        submitted[key] = score_task.submit(
-            suite.name,
-            probe["probeId"],
-            quote(prepared.contract),
-            probe,
-            trials.records,
-            prepared.policy,
-            verdict,
-            prepared.corpus_digest,
-            trials.isolation_manifest,
-            trials.evaluator_configuration,
-        )
+        with tags(f"suite:{suite.name}"):
+            submitted[key] = score_task.submit(
+                suite.name,
+                probe["probeId"],
+                quote(prepared.contract),
+                probe,
+                trials.records,
+                prepared.policy,
+                verdict,
+                prepared.corpus_digest,
+                trials.isolation_manifest,
+                trials.evaluator_configuration,
+            )
     return submitted
 
 
@@ -487,7 +563,8 @@ def _suite_document(
     refusal: str | None = None
     aggregate: Mapping[str, Any] | None = None
     if evidence:
-        outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
+        with tags(f"suite:{suite.name}"):
+            outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             aggregate = outcome.aggregate
@@ -555,6 +632,7 @@ def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:
     return {
         "legsSpawned": counts.legs_spawned,
         "legsCached": counts.legs_cached,
+        "legsCollapsed": counts.legs_collapsed,
         "spawnedSeconds": f"{counts.spawned_seconds:.3f}",
         "totalSeconds": f"{counts.total_seconds:.3f}",
         "probes": [
@@ -564,6 +642,7 @@ def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:
                 "legsPlanned": row.legs_planned,
                 "spawned": row.spawned,
                 "cached": row.from_cache,
+                "collapsed": row.collapsed,
                 "seconds": f"{row.leg_seconds:.3f}",
             }
             for row in pre.probes
@@ -603,13 +682,20 @@ def run_contract_strength(
     runner = task_runner or ThreadPoolTaskRunner(max_workers=settings.concurrency)
     shared = _share_api_with_worker_processes(runner)
     try:
-        return contract_strength.with_options(task_runner=runner)(
+        state = contract_strength.with_options(task_runner=runner)(
             suites_dir=suites_dir,
             out_dir=out_dir,
             baseline=baseline,
             mode=mode,
             update_baseline_file=update_baseline_file,
+            return_state=True,
         )
+        value = state.result(raise_on_failure=False)
+        if isinstance(value, GateMoved):
+            return value.run  # type: ignore[no-any-return]
+        if isinstance(value, BaseException):
+            raise value  # a crash, not a moved gate
+        return value  # type: ignore[no-any-return]
     finally:
         if shared:
             os.environ.pop("PREFECT_API_URL", None)
@@ -653,27 +739,50 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_strength(run: StrengthRun) -> None:
-    """The console report: the pre-flight table, one strength table per contract, the summary lines."""
-    from rich.console import Console
-    from rich.table import Table
+def strength_tables(run: StrengthRun, width: int) -> list[Any]:
+    """One rich table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
 
+    Every row is one line of ``width`` columns: the pre-flight outcome, the first basis line and the
+    qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
+    from flows.watch import one_line_table
 
-    console = Console()
-    print_report(run.preflight, console)
+    tables = []
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
-        table = Table(title=f"{name} ({document.contract_id}): {vector}")
         rows = contract_table_rows(document)
-        for column in rows[0] if rows else ():
-            table.add_column(column, overflow="fold")
         for row in rows:
-            basis = next((p for p in document.probes[row["probe"]].basis), "-")
-            more = len(document.probes[row["probe"]].basis) - 1
-            # The console shows the first basis line; the report and the JSON carry every line.
-            row["basis"] = basis + (f" (+{more} more)" if more > 0 else "")
-            table.add_row(*row.values())
+            basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
+            row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
+        headers = list(rows[0]) if rows else []
+        tables.append(one_line_table(
+            f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
+            width, flexible=("pre-flight", "basis", "qualification"),
+        ))
+    return tables
+
+
+def _log_tables(log: RunLog, run: StrengthRun) -> None:
+    """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
+    from io import StringIO
+
+    from flows.watch import PIPED_WIDTH
+    from flows.watch import console as make_console
+
+    for table in strength_tables(run, PIPED_WIDTH):
+        buffer = StringIO()
+        make_console(buffer).print(table)
+        log.to_logger(buffer.getvalue().rstrip())
+
+
+def print_strength(run: StrengthRun) -> None:
+    """The console report: the pre-flight table, one strength table per contract, the summary lines."""
+    from flows.watch import console as make_console
+
+    console = make_console()
+    print_report(run.preflight, console)
+    for table in strength_tables(run, console.width):
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)

@@ -6,6 +6,14 @@ each probe's observations into its ``PreflightVerdict``, writes ``<out>/<suite>/
 and ``<out>/preflight-summary.json``, prints the table and the cost line, and gates on the baseline.
 A re-run pays nothing for legs already answered; a run killed half way resumes where it stopped.
 
+Watching it (flows/watch.py): the flow run is named ``preflight <n> suites <UTC minute>`` and tagged
+``suite:<name>``; task runs are ``compile/<suite>``, ``plan/<suite>/<probe>``, ``<suite>/<probe>/<leg>``
+and ``reduce/<suite>/<probe>``, each leg ending ``Completed`` (spawned), ``Cached`` (from cache, or
+collapsed onto an identical leg) or ``Failed`` (a fault). The plan per suite, faults, the table and the
+cost line go to Prefect's run logger and the console, with progress while the legs run. Given a
+baseline, the flow gates on it: a moved gate ends the flow run ``Failed`` with one line naming what
+moved (no traceback), and ``main`` still exits 2.
+
 Runs on Prefect's embedded (ephemeral) server by default, or against the server ``PREFECT_API_URL``
 names. On any interruption (Ctrl-C, SIGTERM, a crash) the flow body kills every live leg's process
 group before re-raising (prefect.md §4: hooks run too late, only the flow body is in time).
@@ -21,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+from prefect import flow, tags
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -29,18 +39,37 @@ from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
-from flows.baseline import gate
+from flows.baseline import GateResult, gate
 from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
 from flows.output import write_artifact
-from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
+from flows.report import (
+    PreflightRun,
+    ProbePreflight,
+    SuiteFailure,
+    outcome_of,
+    print_report,
+    publish_report,
+    render_table,
+    summary_line,
+)
 from flows.settings import FlowSettings
 from flows.suites import Suite, load_suites
+from flows.watch import (
+    GateMoved,
+    LegProgress,
+    RunLog,
+    console,
+    flow_run_url,
+    preflight_run_name,
+    tag_flow_run,
+)
 from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_cache
 from tasks.preflight import (
     LegJob,
     abort_event,
     leg_key,
+    listen_to_legs,
     plan_preflight_task,
     reduce_preflight_task,
     release_invocation,
@@ -105,7 +134,7 @@ def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Pa
     return write_artifact(verdict_path(out_dir, suite, probe_id), as_wire(verdict))
 
 
-@flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
+@flow(name="preflight", flow_run_name=preflight_run_name, validate_parameters=False)
 def preflight(
     suites_dir: str,
     out_dir: str,
@@ -114,13 +143,18 @@ def preflight(
     mode: str = "default",
     scope: str = "probe",
     suites: list[str] | None = None,
-) -> PreflightRun:
+    baseline: str | None = None,
+    update_baseline: bool = False,
+) -> State:
     """Pre-flight every probe of every suite under ``suites_dir`` (or of the named ``suites`` only: a batch
     of a fanned-out night); write verdicts under ``out_dir``.
 
     ``scope="probe"`` plans each probe alone (one verdict per probe); ``scope="suite"`` plans each suite
     once over its contract and every probe (one verdict and one fixture digest per suite, row probe
     ``*``). Both send the same requests for the same legs, so they share the leg cache.
+
+    With ``baseline``, gate on it (module docstring). The final state's data is the ``PreflightRun``:
+    ``Completed`` when the gate matched (or there was none), ``Failed`` naming what moved otherwise.
     """
     if mode not in LEG_CACHE_MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
@@ -129,16 +163,26 @@ def preflight(
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
+    log = RunLog()
+    url = flow_run_url()
+    if url:
+        log.info(f"flow run: {url}")
     reclaim_workspaces(Path(workspaces_dir))
     loaded, problems = load_suites(Path(suites_dir), suites)
+    tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in loaded)])
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
+    for failure in failures:
+        log.warning(f"suite {failure.suite} could not run: {failure.message}")
     keys: set[str] = set()
     try:
-        planned = _plan_all(loaded, failures, scope)
-        futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
-        # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
-        pending = [(item, _submit_reduce(item, futures)) for item in planned]
-        rows = [_finish_probe(item, collected, out, keys) for item, collected in pending]
+        planned = _plan_all(loaded, failures, log, scope)
+        progress = LegProgress(sum(len(item.plan.legs) for item in planned if item.plan is not None))
+        listen_to_legs(invocation, progress.on_event)
+        with progress:
+            futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
+            # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
+            pending = [(item, _submit_reduce(item, futures)) for item in planned]
+            rows = [_finish_probe(item, collected, out, keys) for item, collected in pending]
     except BaseException:
         # Every in-flight leg kills its group and returns promptly, and every leg still queued
         # refuses to start (the signal stays set: it is never released on this path).
@@ -147,34 +191,85 @@ def preflight(
         raise
     release_invocation(invocation)
     close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
+    for row in rows:
+        if row.outcome.startswith("fault"):
+            log.warning(f"{row.suite}/{row.probe_id}: {row.outcome}")
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
+    result: GateResult | None = None
+    if baseline is not None:
+        result = gate(run, Path(baseline), update=update_baseline)
+        run = PreflightRun(run.probes, run.failures, run.distinct_spawns, run.wall_seconds, result.exit_code, result.lines)
     out.mkdir(parents=True, exist_ok=True)
     write_artifact(out / "preflight-summary.json", run.to_json())
     publish_report(run)
-    return run
+    _log_report(log, run)
+    if result is not None and result.exit_code != 0:
+        message = gate_message(result)
+        return Failed(message=message, data=GateMoved(message, run))
+    return Completed(message=summary_line(run), data=run)
 
 
-def _plan_all(suites: list[Suite], failures: list[SuiteFailure], scope: str = "probe") -> list[_Planned]:
+def gate_message(result: GateResult) -> str:
+    """One line naming what moved: the first difference, and how many more there are."""
+    lines = [line for line in result.lines if line]
+    first = lines[0] if lines else "the baseline gate did not match"
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return f"pre-flight baseline gate exit {result.exit_code}: {first}{more}"
+
+
+def _log_report(log: RunLog, run: PreflightRun) -> None:
+    """The table and the cost line to the run logger (the console prints them itself, in ``main``)."""
+    from io import StringIO
+
+    buffer = StringIO()
+    console(buffer).print(render_table(run.probes, run.failures))
+    log.to_logger(buffer.getvalue().rstrip())
+    log.to_logger(summary_line(run))
+    for line in run.gate_lines:
+        log.to_logger(line, 30 if run.gate_exit else 20)
+
+
+def _plan_all(
+    suites: list[Suite], failures: list[SuiteFailure], log: RunLog, scope: str = "probe"
+) -> list[_Planned]:
     """Compile every contract, then plan every (suite, probe), or every suite once (``scope``); concurrently."""
-    compiled = {suite.name: compile_task.submit(quote(suite.contract)) for suite in suites}
+    compiled = {}
+    for suite in suites:
+        with tags(f"suite:{suite.name}"):
+            compiled[suite.name] = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(
+                quote(suite.contract)
+            )
     plans: list[tuple[Suite, tuple[dict[str, Any], ...], str, Any]] = []
     for suite in suites:
         try:
             contract = compiled[suite.name].result()  # a contract that does not compile cannot pre-flight
         except EvalQualityFault as fault:
-            failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
+            failure = SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}")
+            failures.append(failure)
+            log.warning(f"suite {suite.name} could not run: {failure.message}")
             continue
         groups = [tuple(dict(p) for p in suite.probes)] if scope == "suite" else [(dict(p),) for p in suite.probes]
         for group in groups:
             probe_id = SUITE_ROW if scope == "suite" else group[0]["probeId"]
             run_id = run_id_of(suite.name, probe_id)
-            plans.append((suite, group, probe_id, plan_preflight_task.submit(quote(contract), quote(list(group)), run_id)))
+            plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/{probe_id}")
+            with tags(f"suite:{suite.name}"):
+                plans.append((suite, group, probe_id, plan.submit(quote(contract), quote(list(group)), run_id)))
     planned = []
     for suite, group, probe_id, future in plans:
         try:
             planned.append(_Planned(suite, group, probe_id, future.result(), None))
         except EvalQualityFault as fault:
             planned.append(_Planned(suite, group, probe_id, None, fault))
+    for suite in suites:
+        mine = [item for item in planned if item.suite is suite]
+        if not mine:
+            continue
+        legs = sum(len(item.plan.legs) for item in mine if item.plan is not None)
+        faulted = sum(1 for item in mine if item.plan is None)
+        note = f", {faulted} could not be planned" if faulted else ""
+        what = "the whole suite" if scope == "suite" else f"{len(mine)} probe(s)"
+        log.info(f"suite {suite.name}: {what}, {legs} legs planned{note}")
     return planned
 
 
@@ -214,10 +309,13 @@ def _submit_legs(
     for entry in jobs:
         (repeats if entry[2].key in first_seen else firsts).append(entry)
         first_seen.add(entry[2].key)
-    return {
-        (item.suite.name, item.probe_id, leg_id): spawn_leg.submit(item.suite.name, item.probe_id, leg_id, quote(job))
-        for item, leg_id, job in firsts + repeats
-    }
+    futures = {}
+    for item, leg_id, job in firsts + repeats:
+        with tags(f"suite:{item.suite.name}"):
+            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(
+                item.suite.name, item.probe_id, leg_id, quote(job)
+            )
+    return futures
 
 
 @dataclass(frozen=True, eq=False)
@@ -248,16 +346,19 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     if fault is not None:
         return _Collected(answers, fault, None, tuple(costs))
     observations = [answer.observation for answer in answers]
-    return _Collected(answers, None, reduce_preflight_task.submit(quote(item.plan), quote(observations)))
+    reduce = reduce_preflight_task.with_options(task_run_name=f"reduce/{item.suite.name}/{item.probe_id}")
+    with tags(f"suite:{item.suite.name}"):
+        return _Collected(answers, None, reduce.submit(quote(item.plan), quote(observations)))
 
 
 def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[str]) -> ProbePreflight:
     """The probe's row: its leg counts and its verdict (written) or the fault that stopped it."""
     answers = collected.answers
     cached = sum(1 for answer in answers if answer.source == "cache")
+    collapsed = sum(1 for answer in answers if answer.source == "collapsed")
     # A leg that faulted after its spawn (a timeout burns its whole budget) was run and cost its time.
     faulted = sum(1 for cost in collected.fault_costs if cost.spawned)
-    spawned = len(answers) - cached + faulted
+    spawned = len(answers) - cached - collapsed + faulted
     keys.update(answer.key for answer in answers if answer.source == "spawned")
     keys.update(cost.key for cost in collected.fault_costs if cost.spawned)
     seconds = sum(answer.elapsed_s for answer in answers) + sum(cost.elapsed_s for cost in collected.fault_costs)
@@ -267,7 +368,7 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
         """This probe's row with the given outcome (and verdict file)."""
         return ProbePreflight(
             item.suite.name, item.probe_id, planned, spawned, cached, seconds, outcome,
-            None if path is None else str(path), faulted=faulted,
+            None if path is None else str(path), faulted=faulted, collapsed=collapsed,
         )
 
     stale = verdict_path(out, item.suite.name, item.probe_id)
@@ -282,16 +383,37 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
     return row(outcome_of(as_wire(verdict)), _write_verdict(out, item.suite.name, item.probe_id, verdict))
 
 
-def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> PreflightRun:
-    """Run the flow with the settings' concurrency (a bounded thread pool)."""
+def run_preflight_flow(
+    settings: FlowSettings, mode: str = "default", *, gate_on_baseline: bool = False, update_baseline: bool = False
+) -> PreflightRun:
+    """Run the flow with the settings' concurrency (a bounded thread pool); its ``PreflightRun``.
+
+    With ``gate_on_baseline`` the flow gates on ``settings.baseline`` (the run carries the gate's exit
+    code and lines) and its flow run ends Failed when the gate moved.
+    """
     runner = ThreadPoolTaskRunner(max_workers=settings.concurrency)
-    return preflight.with_options(task_runner=runner)(
+    state = preflight.with_options(task_runner=runner)(
         suites_dir=str(settings.suites_dir),
         out_dir=str(settings.out_dir),
         cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
+        baseline=str(settings.baseline) if gate_on_baseline or update_baseline else None,
+        update_baseline=update_baseline,
+        return_state=True,
     )
+    return run_of(state)
+
+
+def run_of(state: State) -> PreflightRun:
+    """The ``PreflightRun`` a finished ``preflight`` flow run carries (its Failed state included);
+    a flow that crashed re-raises its exception."""
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, GateMoved):
+        return value.run  # type: ignore[no-any-return]
+    if isinstance(value, BaseException):
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -325,12 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = "force" if args.force else ("from-cache" if args.from_cache else "default")
     with one_line_errors(PROG):
         check_leg_cache(PROG, settings)
-        run = run_preflight_flow(settings, mode)
+        run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
     print_report(run)
-    result = gate(run, settings.baseline, update=args.update_baseline)
-    for line in result.lines:
+    for line in run.gate_lines:
         print(line)
-    return result.exit_code
+    return run.gate_exit or 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,12 @@
 
 The rows live here (an importable module, never the ``python -m`` entry; prefect.md §3) so the flow,
 the baseline gate and the strength flow all read the same shape. The cost line follows the reference
-harness: "N legs run and M answered from cache, S s spent in legs" (harness.md A.6).
+harness: "N legs run and M answered from cache, S s spent in legs" (harness.md A.6), with the legs that
+collapsed onto an identical leg of the same run counted apart from those an earlier run answered: on a
+fresh clone nothing is answered from cache, however many requests repeat.
+
+Tables stay readable in a 120-column or piped log: every cell is one line; a long outcome is cut with
+an ellipsis on the console (the full text is in ``preflight-summary.json`` and the verdict file).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def outcome_of(verdict: Mapping[str, Any]) -> str:
@@ -29,6 +35,7 @@ class ProbePreflight:
 
     ``outcome`` is ``passed``, ``failed: <kinds>``, or ``fault: <code>: <detail>`` when a leg or the
     plan raised (a failed probe is a fault, a failed pre-flight is a verdict; preflight-adapter.md §2.6).
+    ``from_cache`` counts legs an earlier run answered, ``collapsed`` legs an identical leg of this run did.
     """
 
     suite: str
@@ -41,6 +48,7 @@ class ProbePreflight:
     verdict_file: str | None
     #: Of ``spawned``, the legs whose run ended in a fault (a timeout, say): run and paid for, not answered.
     faulted: int = 0
+    collapsed: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,9 @@ class PreflightRun:
     failures: tuple[SuiteFailure, ...]
     distinct_spawns: int
     wall_seconds: float
+    #: The baseline gate's exit code and lines, when the flow gated (``python -m flows.preflight``).
+    gate_exit: int | None = None
+    gate_lines: tuple[str, ...] = ()
 
     @property
     def spawned(self) -> int:
@@ -67,8 +78,13 @@ class PreflightRun:
 
     @property
     def from_cache(self) -> int:
-        """Legs answered from the leg cache."""
+        """Legs an earlier run answered (from the leg cache)."""
         return sum(row.from_cache for row in self.probes)
+
+    @property
+    def collapsed(self) -> int:
+        """Legs an identical leg of this same run answered."""
+        return sum(row.collapsed for row in self.probes)
 
     @property
     def faulted(self) -> int:
@@ -87,50 +103,84 @@ class PreflightRun:
             "failures": [asdict(failure) for failure in self.failures],
             "legsSpawned": self.spawned,
             "legsFromCache": self.from_cache,
+            "legsCollapsed": self.collapsed,
             "legsFaulted": self.faulted,
             "legSeconds": round(self.leg_seconds, 3),
             "wallSeconds": round(self.wall_seconds, 3),
         }
 
 
+def cost_sentence(spawned: int, from_cache: int, collapsed: int, seconds: float, faulted: int = 0) -> str:
+    """``N legs run (F of them timed out or faulted) and M answered from cache (C collapsed onto an
+    identical leg of this run), S s spent in legs``; each parenthesis only when its count is not 0."""
+    failed = f" ({faulted} of them timed out or faulted)" if faulted else ""
+    also = f" ({collapsed} collapsed onto an identical leg of this run)" if collapsed else ""
+    return f"{spawned} legs run{failed} and {from_cache} answered from cache{also}, {seconds:.1f} s spent in legs"
+
+
 def summary_line(run: PreflightRun) -> str:
     """The closing line of a run."""
-    faulted = f" ({run.faulted} of them timed out or faulted)" if run.faulted else ""
-    return (
-        f"{run.spawned} legs run{faulted} and {run.from_cache} answered from cache, "
-        f"{run.leg_seconds:.1f} s spent in legs"
-    )
+    return cost_sentence(run.spawned, run.from_cache, run.collapsed, run.leg_seconds, run.faulted)
 
 
-def render_table(rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure] = ()) -> Table:
-    """The console table: suite, probe, legs planned, spawned, from cache, outcome."""
+_COUNTS = ("legs planned", "spawned", "collapsed", "from cache")
+
+
+def render_table(
+    rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure] = (), width: int = 120
+) -> Table:
+    """The console table: suite, probe, legs planned, spawned, collapsed, from cache, outcome.
+
+    Each row stays on one line of ``width`` columns: names and counts keep their width and a long
+    outcome is cut with an ellipsis (never folded into a column of fragments; the full text is in
+    ``preflight-summary.json``).
+    """
+    rows, failures = list(rows), list(failures)
+    cells = [
+        (row.suite, row.probe_id, "?" if row.legs_planned is None else str(row.legs_planned), str(row.spawned),
+         str(row.collapsed), str(row.from_cache), Text(row.outcome, style=_style(row.outcome)))
+        for row in rows
+    ] + [
+        (failure.suite, "-", "?", "0", "0", "0", Text(f"could not run: {failure.message}", style="red"))
+        for failure in failures
+    ]
+    headers = ("suite", "probe", *_COUNTS)
+    widths = [max([len(header), *(len(str(cell[i])) for cell in cells)]) for i, header in enumerate(headers)]
+    # Each column costs its width plus 3 (padding and a rule); the table adds one closing rule.
+    room = max(12, width - sum(w + 3 for w in widths) - 4)
     table = Table(title="Pre-flight", show_lines=False)
-    for column in ("suite", "probe", "legs planned", "spawned", "from cache", "outcome"):
-        table.add_column(column, justify="right" if column in ("legs planned", "spawned", "from cache") else "left")
-    for row in rows:
-        style = "green" if row.outcome == "passed" else ("red" if row.outcome.startswith("fault") else "yellow")
-        planned = "?" if row.legs_planned is None else str(row.legs_planned)
-        table.add_row(
-            row.suite, row.probe_id, planned, str(row.spawned), str(row.from_cache), f"[{style}]{row.outcome}[/]"
-        )
-    for failure in failures:
-        table.add_row(failure.suite, "-", "?", "0", "0", f"[red]could not run: {failure.message}[/]")
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="right" if header in _COUNTS else "left", no_wrap=True, width=widths[index])
+    table.add_column("outcome", no_wrap=True, overflow="ellipsis", max_width=room)
+    for cell in cells:
+        outcome = cell[-1].copy()
+        outcome.truncate(room, overflow="ellipsis")
+        table.add_row(*cell[:-1], outcome)
     return table
+
+
+def _style(outcome: str) -> str:
+    return "green" if outcome == "passed" else ("red" if outcome.startswith("fault") else "yellow")
 
 
 def markdown_report(run: PreflightRun) -> str:
     """The same table as Markdown, for the Prefect UI's artifact tab."""
     lines = [
-        "| suite | probe | legs planned | spawned | from cache | outcome |",
-        "|---|---|---:|---:|---:|---|",
+        "| suite | probe | legs planned | spawned | collapsed | from cache | outcome |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for row in run.probes:
         planned = "?" if row.legs_planned is None else str(row.legs_planned)
         outcome = row.outcome.replace("|", "\\|")
-        lines.append(f"| {row.suite} | {row.probe_id} | {planned} | {row.spawned} | {row.from_cache} | {outcome} |")
+        lines.append(
+            f"| {row.suite} | {row.probe_id} | {planned} | {row.spawned} | {row.collapsed} | {row.from_cache} | {outcome} |"
+        )
     for failure in run.failures:
-        lines.append(f"| {failure.suite} | - | ? | 0 | 0 | could not run: {failure.message.replace('|', '/')} |")
-    return "\n".join([*lines, "", summary_line(run)])
+        lines.append(f"| {failure.suite} | - | ? | 0 | 0 | 0 | could not run: {failure.message.replace('|', '/')} |")
+    lines += ["", summary_line(run)]
+    if run.gate_exit is not None:
+        lines += ["", f"Baseline gate: **exit {run.gate_exit}**", ""] + [f"- {line}" for line in run.gate_lines]
+    return "\n".join(lines)
 
 
 def publish_report(run: PreflightRun) -> None:
@@ -141,7 +191,9 @@ def publish_report(run: PreflightRun) -> None:
 
 
 def print_report(run: PreflightRun, console: Console | None = None) -> None:
-    """Print the table and the cost line."""
-    console = console or Console()
-    console.print(render_table(run.probes, run.failures))
-    console.print(summary_line(run))
+    """Print the table and the cost line (stdout; 120 columns when piped)."""
+    from flows.watch import console as make_console
+
+    console = console or make_console()
+    console.print(render_table(run.probes, run.failures, console.width))
+    console.print(summary_line(run), highlight=False, markup=False)

@@ -8,6 +8,8 @@ and a persisted request keeps environment key *names* only. Rules:
 * faults are never cached (a timeout writes nothing, so the next run spawns again); a non-zero exit
   IS an observation and is cached;
 * a hit is re-stamped with the current leg's probeId, interfaceId and operationId;
+* an entry names the leg and the run that spawned it (``leg``, ``run``, ``invocation``), so a hit says
+  whether it collapsed onto an identical leg of this same invocation or came from an earlier run;
 * identical requests collapse into one spawn even when concurrent, across threads and processes: the
   spawn runs under a single-flight claim whose holder is reclaimed when its process is dead, and the
   cache is re-checked under the claim. A leg that *faulted* (a hang that ran into its budget, say) is
@@ -88,12 +90,18 @@ class LegCacheUnusable(Exception):
 
 @dataclass(frozen=True)
 class LegAnswer:
-    """What answered one leg: the (re-stamped) observation, whether it was spawned, and its cost."""
+    """What answered one leg: the (re-stamped) observation, how, and its cost.
+
+    ``source`` is ``spawned`` (a live child process), ``collapsed`` (an identical request of this same
+    invocation answered it: it was in flight or already done) or ``cache`` (an earlier run answered it).
+    ``answered_by`` names what answered a hit: the stored entry's ``leg``, ``run`` and ``at``.
+    """
 
     observation: Mapping[str, Any]
-    source: Literal["spawned", "cache"]
+    source: Literal["spawned", "cache", "collapsed"]
     elapsed_s: float
     key: str
+    answered_by: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -435,6 +443,8 @@ class LegCache:
         self._warn = warn
         self.store: LegStore = store if store is not None else SqliteLegStore(directory, warn=warn)
         self._refreshed: set[str] = set()  # force mode: keys run live in this invocation
+        #: The invocation (flow run) this handle serves; entries it writes carry it (open_leg_cache sets it).
+        self.invocation = ""
         self._faulted: dict[str, EvalQualityFault] = {}  # keys whose one spawn faulted in this invocation
         self._guard = threading.Lock()
 
@@ -470,11 +480,20 @@ class LegCache:
         with self._guard:
             return self._faulted.get(key)
 
-    def answer(self, key: str, request: Mapping[str, Any], spawn: Callable[[], Mapping[str, Any]]) -> LegAnswer:
+    def answer(
+        self,
+        key: str,
+        request: Mapping[str, Any],
+        spawn: Callable[[], Mapping[str, Any]],
+        *,
+        leg: str = "",
+        run: str = "",
+    ) -> LegAnswer:
         """Answer a leg: from the cache if its request was answered, else by ``spawn()`` exactly once.
 
         ``spawn`` returns the wire observation or raises (a fault); nothing is stored on a raise, and
         the fault answers every identical leg of this invocation (each gets ``fault.leg_cost``).
+        ``leg`` and ``run`` (the leg's and the flow run's names) are stored with a spawned entry.
         """
         record = self._servable(key)
         if record is not None:
@@ -512,6 +531,9 @@ class LegCache:
                 "elapsedMs": round(elapsed * 1000),
                 "request": _environment_names_only(request),
                 "observation": observation,
+                "leg": leg,
+                "run": run,
+                "invocation": self.invocation,
             }
             self.store.put(key, encode_entry(key, record_value))
             with self._guard:
@@ -519,7 +541,9 @@ class LegCache:
         return LegAnswer(restamp(observation, request), "spawned", elapsed, key)
 
     def _hit(self, record: Mapping[str, Any], request: Mapping[str, Any], key: str) -> LegAnswer:
-        return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
+        same_run = bool(self.invocation) and record.get("invocation") == self.invocation
+        by = {name: record.get(name) for name in ("leg", "run", "at")}
+        return LegAnswer(restamp(record["observation"], request), "collapsed" if same_run else "cache", 0.0, key, by)
 
 
 def _twin_fault(fault: EvalQualityFault, key: str) -> EvalQualityFault:
@@ -563,6 +587,7 @@ def open_leg_cache(location: str | Path, mode: LegCacheMode, invocation: str) ->
                 cache = LegCache(store.location, mode, store=store)  # type: ignore[arg-type]  (named in messages)
             else:
                 cache = LegCache(Path(location), mode)
+            cache.invocation = invocation
             _OPEN[handle] = cache
         return cache
 

@@ -6,11 +6,18 @@ collapse across legs, probes and runs, single-flight across threads and processe
 runs in a fresh workspace the suite's staging fills, through the real adapter of its kind (the
 command-line adapter for a cli leg, the stdio MCP adapter for an mcp leg: one tool-server session),
 with an abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3).
+
+A leg's task run ends in a state that says how it was answered: ``Completed`` with the exit code and the
+seconds (a live spawn), ``Cached`` (a Completed-type state so named, as Prefect names its own cache hits)
+saying which earlier run answered it or which leg of this run it collapsed onto, or ``Failed`` with the
+fault's one line. Every leg also reports ``start`` and its outcome to the invocation's listener (the
+flow's progress display), and a spawned leg logs its outcome through Prefect's run logger.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +28,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
-from prefect.states import Failed
+from prefect.states import Completed, Failed
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.adapters.http_service import ServiceAdapter
@@ -137,9 +144,63 @@ def abort_event(invocation: str) -> threading.Event:
 
 
 def release_invocation(invocation: str) -> None:
-    """Forget an invocation's abort signal (after its flow ended)."""
+    """Forget an invocation's abort signal and listener (after its flow ended)."""
     with _ABORTS_GUARD:
         _ABORTS.pop(invocation, None)
+        _LISTENERS.pop(invocation, None)
+
+
+#: Called as ``listener(event, leg)``: ``start``, then ``spawned``, ``collapsed``, ``cache`` or ``fault``.
+LegListener = Callable[[str, str], None]
+_LISTENERS: dict[str, LegListener] = {}
+
+
+def listen_to_legs(invocation: str, listener: LegListener) -> None:
+    """Have every leg of ``invocation`` report its start and outcome to ``listener`` (e.g. a progress bar)."""
+    with _ABORTS_GUARD:
+        _LISTENERS[invocation] = listener
+
+
+def _tell(invocation: str, event: str, leg: str) -> None:
+    with _ABORTS_GUARD:
+        listener = _LISTENERS.get(invocation)
+    if listener is not None:
+        listener(event, leg)
+
+
+def _answer_of(observation: Mapping[str, Any]) -> str:
+    """What a spawned leg's system answered, for its state message: the exit code or HTTP status."""
+    if "exitCode" in observation:
+        return f"exit {observation['exitCode']}"
+    if "status" in observation:
+        return f"status {observation['status']}"
+    if "isError" in observation:
+        return "tool error" if observation["isError"] else "tool result"
+    return "answered"
+
+
+def _log(level: int, text: str) -> None:
+    """A line to the task run's logger (none when the body runs outside a run, as ``.fn`` in tests)."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        get_run_logger().log(level, text)
+    except MissingContextError:
+        pass
+
+
+def leg_state(answer: LegAnswer) -> State:
+    """The final state of a leg's task run (module docstring); its data is the ``LegAnswer``."""
+    by = answer.answered_by or {}
+    if answer.source == "spawned":
+        return Completed(message=f"{_answer_of(answer.observation)} in {answer.elapsed_s:.2f} s", data=answer)
+    if answer.source == "collapsed":
+        return Completed(name="Cached", message=f"collapsed onto {by.get('leg') or 'an identical leg'}", data=answer)
+    run = f"run {by['run']}" if by.get("run") else "an earlier run"
+    leg = f" as {by['leg']}" if by.get("leg") else ""
+    at = f" at {by['at']}" if by.get("at") else ""
+    return Completed(name="Cached", message=f"from cache: answered by {run}{leg}{at}", data=answer)
 
 
 @task(name="plan-preflight", **stage_cache("contract", "probes", "run_id"))
@@ -176,18 +237,32 @@ def _spawn(job: LegJob) -> dict[str, Any]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer | State:
-    """Answer one leg from the leg cache or by one live spawn.
+def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> State:
+    """Answer one leg from the leg cache or by one live spawn; end in the state saying which (module docstring).
 
     A fault (timeout, denial, a cache miss under ``--from-cache``) is never cached; the task run ends
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
     environment, not a bug), and ``result()`` re-raises the fault itself.
     """
+    from prefect.runtime import flow_run
+
+    leg = f"{suite}/{probe_id}/{leg_id}"
     cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
+    _tell(job.invocation, "start", leg)
     try:
-        return cache.answer(job.key, job.request, lambda: _spawn(job))
+        answer = cache.answer(
+            job.key, job.request, lambda: _spawn(job), leg=leg, run=f"{flow_run.name} ({flow_run.id})" if flow_run.id else ""
+        )
     except EvalQualityFault as fault:
-        return Failed(message=f"{fault.code}: {fault.artifact_path}: {fault.detail}", data=fault)
+        message = f"{fault.code}: {fault.artifact_path}: {fault.detail}"
+        _log(logging.WARNING, f"{leg}: fault: {message}")
+        _tell(job.invocation, "fault", leg)
+        return Failed(message=message, data=fault)
+    state = leg_state(answer)
+    if answer.source == "spawned":
+        _log(logging.INFO, f"{leg}: spawned, {state.message}")
+    _tell(job.invocation, answer.source, leg)
+    return state
 
 
 @task(name="reduce-preflight", **stage_cache("plan", "observations"))

@@ -10,6 +10,7 @@ unchanged legs.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,30 @@ def make_corpus(root: Path) -> Path:
         entry["preflightLegs"] = legs
     (corpus / "expected-strength.json").write_text(json.dumps({"notes": recorded}, indent=2))
     return corpus
+
+
+def _flow_run_state(flow_run_id: str):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return client.read_flow_run(flow_run_id).state
+
+
+def _task_run_names(flow_run_id: str) -> set[str]:
+    """The names of a flow run's task runs, once the server has recorded the seal task (a few seconds)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    deadline = time.monotonic() + 60
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            names = {run.name for run in runs}
+            if "seal/notes" in names and {"score/notes/P-001", "score/notes/P-006"} <= names or time.monotonic() > deadline:
+                return names
+            time.sleep(0.25)
 
 
 def run(corpus: Path, out: Path, **options) -> StrengthRun:
@@ -128,6 +153,20 @@ def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(
     assert table is not None and "P-001" in str(table.data)
     summary = Artifact.get("contract-strength-summary")
     assert summary is not None and "0 probe(s) re-scored and 2 answered from cache" in str(summary.data)
+    link = Artifact.get("strength-report")
+    # Prefect 3 stores a link artifact as markdown: [text](link).
+    assert link is not None and f"]({(out / REPORT_FILE).resolve().as_uri()})" in str(link.data)
+
+    # Each run is on record with its own timestamp and flow run, which is named by what it ran and when.
+    nights = json.loads((out / HISTORY_FILE).read_text())["nights"]
+    assert nights[0]["flowRunId"] != nights[1]["flowRunId"]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", night["at"]) for night in nights)
+    assert re.fullmatch(r"contract-strength 1 suite \d{4}-\d\d-\d\dT\d\d:\d\dZ", nights[1]["flowRunName"])
+    html_text = (out / REPORT_FILE).read_text()
+    assert 'id="since">No change since the previous run' in html_text  # the second run changed nothing
+    assert 'href="notes/evidence-P-001.json"' in html_text and "store-write-deletion" in html_text
+    names = _task_run_names(nights[1]["flowRunId"])
+    assert {"compile/notes", "seal/notes", "score/notes/P-001", "score/notes/P-006"} <= names
 
 
 def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
@@ -145,6 +184,12 @@ def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
     assert result.exit_code == 1, result.summary_lines()
     # One trial of three missed: the probe is still caught (2/3 > catchThreshold), so the floor holds.
     assert result.gate.lines() == ["notes P-001: verdict moved CONCERNS -> FAIL"]
+    # The flow run itself ended Failed, with one line naming what moved (no traceback).
+    night = json.loads((tmp_path / "out" / HISTORY_FILE).read_text())["nights"][-1]
+    state = _flow_run_state(night["flowRunId"])
+    assert (state.type.value, state.message) == (
+        "FAILED", "contract strength gate exit 1: notes P-001: verdict moved CONCERNS -> FAIL"
+    )
     assert result.counts.legs_spawned == 0  # the environment did not change: every leg from the cache
     assert result.documents["notes"].probes["P-001"].basis == [
         "oracle O-001 resolved missed at or above the severity floor"
@@ -196,3 +241,64 @@ def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):
     assert result.task_runner == "DaskTaskRunner"
     assert result.exit_code == 0, result.summary_lines()
     assert result.documents["notes"].probes["P-001"].verdict == "CONCERNS"
+
+
+def test_a_moved_night_run_as_a_deployment_ends_failed_in_one_line_without_a_traceback(tmp_path):
+    """The nightly path for real: a deployment of the flow, a flow run created from it, executed by Prefect's
+    own engine entry point in a child process (as a worker or ``serve`` runs it), on a server process."""
+    import os
+    import subprocess
+    import sys
+
+    from prefect.client.orchestration import get_client
+    from prefect.deployments.runner import EntrypointType
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.contract_strength import contract_strength
+
+    corpus = make_corpus(tmp_path)
+    record_path = corpus / "suites/notes/trials/P-001/trial-1/sealed-run-record.json"
+    record = json.loads(record_path.read_text())
+    for disposition in record["oracleDispositions"]:
+        if disposition["oracleId"] == "O-001":
+            disposition["disposition"] = "held"
+    record["findings"] = [f for f in record["findings"] if f["oracleId"] != "O-001"]
+    record_path.write_text(json.dumps(record))
+
+    import socket
+
+    with socket.socket() as probe:  # a port of its own: SubprocessASGIServer() without one is the
+        probe.bind(("127.0.0.1", 0))  # process's embedded server (a singleton), which must keep running
+        port = probe.getsockname()[1]
+    server = SubprocessASGIServer(port=port)
+    server.start(timeout=120)
+    try:
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            deployment = contract_strength.to_deployment(
+                name="test-nightly",
+                parameters={
+                    "suites_dir": str(corpus / "suites"), "out_dir": str(tmp_path / "out"),
+                    "baseline": str(corpus / "expected-strength.json"), "fail_on_movement": True,
+                },
+                entrypoint_type=EntrypointType.MODULE_PATH,
+            )
+            deployment_id = deployment.apply()
+            with get_client(sync_client=True) as client:
+                flow_run = client.create_flow_run_from_deployment(deployment_id)
+        env = {**os.environ, "PREFECT_API_URL": server.api_url}
+        done = subprocess.run(
+            [sys.executable, "-m", "prefect.engine", str(flow_run.id)], cwd=PROJECT, env=env,
+            capture_output=True, text=True, timeout=600,
+        )
+        with temporary_settings({PREFECT_API_URL: server.api_url}):
+            with get_client(sync_client=True) as client:
+                finished = client.read_flow_run(flow_run.id)
+    finally:
+        server.stop()
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output[-3000:]
+    assert finished.state.type.value == "FAILED", output[-3000:]
+    assert finished.state.message == "contract strength gate exit 1: notes P-001: verdict moved CONCERNS -> FAIL"
+    assert finished.name == f"test-nightly {finished.expected_start_time:%Y-%m-%d}"
+    assert "suite:notes" in finished.tags

@@ -8,8 +8,10 @@ from flows.baseline import gate
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, summary_line
 
 
-def _row(probe: str, outcome: str = "passed", legs: int | None = 5, spawned: int = 0, cached: int = 5) -> ProbePreflight:
-    return ProbePreflight("notes", probe, legs, spawned, cached, 1.25 * spawned, outcome, None)
+def _row(
+    probe: str, outcome: str = "passed", legs: int | None = 5, spawned: int = 0, cached: int = 5, collapsed: int = 0
+) -> ProbePreflight:
+    return ProbePreflight("notes", probe, legs, spawned, cached, 1.25 * spawned, outcome, None, collapsed=collapsed)
 
 
 def _run(*rows: ProbePreflight, failures: tuple[SuiteFailure, ...] = ()) -> PreflightRun:
@@ -34,6 +36,28 @@ def test_outcome_spelling_is_sorted_unique_failed_kinds():
 def test_summary_line():
     run = _run(_row("P-001", spawned=3, cached=2), _row("P-002", spawned=0, cached=5))
     assert summary_line(run) == "3 legs run and 7 answered from cache, 3.8 s spent in legs"
+    # A fresh clone's first run: repeats of a request collapse onto its one spawn; none came from cache.
+    fresh = _run(_row("P-001", spawned=2, cached=0, collapsed=3))
+    assert summary_line(fresh) == (
+        "2 legs run and 0 answered from cache (3 collapsed onto an identical leg of this run), 2.5 s spent in legs"
+    )
+
+
+def test_console_table_keeps_each_row_on_one_line_at_120_columns():
+    from io import StringIO
+
+    from flows.report import render_table
+    from flows.watch import console
+
+    long = "fault: budget-exhausted: ProbeObservation: " + "the leg exceeded its elapsed budget " * 6
+    rows = [_row("P-001"), _row("P-002", long, spawned=2, cached=0, collapsed=3)]
+    buffer = StringIO()  # not a terminal: the piped width (120), never rich's default 80
+    console(buffer).print(render_table(rows, (SuiteFailure("trace", "contract.json: " + "x" * 200),)))
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 120
+    body = [line for line in lines if "notes" in line or "trace" in line]
+    assert len(body) == 3  # one line per row: nothing folded into a column of fragments
+    assert "P-002" in body[1] and "the le" in body[1] and body[1].rstrip().endswith("… │")
 
 
 def test_missing_baseline_exits_2_and_update_writes_it(tmp_path):
@@ -72,6 +96,6 @@ def test_markdown_report_rows_and_cost_line():
     from flows.report import markdown_report
 
     text = markdown_report(_run(_row("P-001", spawned=2, cached=3), failures=(SuiteFailure("trace", "a|b"),)))
-    assert "| notes | P-001 | 5 | 2 | 3 | passed |" in text.splitlines()
-    assert "| trace | - | ? | 0 | 0 | could not run: a/b |" in text.splitlines()
+    assert "| notes | P-001 | 5 | 2 | 0 | 3 | passed |" in text.splitlines()
+    assert "| trace | - | ? | 0 | 0 | 0 | could not run: a/b |" in text.splitlines()
     assert text.splitlines()[-1] == "2 legs run and 3 answered from cache, 2.5 s spent in legs"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -110,16 +111,21 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     starts_before = len(marker_events(marker))
 
     # Run 2: completes, spawning exactly the requests the killed run had not answered.
-    set_delay(marker, 0.0)
+    set_delay(marker, 0.3)
     resumed = subprocess.run(
-        _command(suites, out, baseline, "--update-baseline"), cwd=PROJECT_ROOT, env=_env(home),
-        capture_output=True, text=True, timeout=300,
+        _command(suites, out, baseline, "--update-baseline"), cwd=PROJECT_ROOT,
+        env={**_env(home), "EVALQUALITY_PROGRESS_SECONDS": "0.2"}, capture_output=True, text=True, timeout=300,
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # Piped, the run says its plan and reports progress in one line at a time (no bar, no traceback).
+    assert "suite skill: 3 probe(s), 15 legs planned" in resumed.stderr
+    progress = [line for line in resumed.stderr.splitlines() if line.startswith("progress: ")]
+    assert progress and all(re.fullmatch(r"progress: \d+/15 legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
+    assert "Traceback" not in resumed.stdout + resumed.stderr
     summary = json.loads((out / "preflight-summary.json").read_text())
     resumed_starts = len(marker_events(marker)) - starts_before
     assert summary["legsSpawned"] == resumed_starts == DISTINCT_REQUESTS - answered_before_kill
-    assert summary["legsSpawned"] + summary["legsFromCache"] == LEGS
+    assert summary["legsSpawned"] + summary["legsFromCache"] + summary["legsCollapsed"] == LEGS
     assert [row["outcome"] for row in summary["probes"]] == ["passed"] * PROBES
     for probe_id, verdict in reference.items():
         assert (out / "skill" / f"preflight-{probe_id}.json").read_bytes() == verdict

@@ -41,13 +41,17 @@ def test_an_mcp_leg_runs_once_and_its_twin_is_answered_from_the_cache(tmp_path: 
             workspaces_dir=str(tmp_path / "workspaces"), mcp_policy=mcp_policy,
         )
 
-    first = spawn_leg.fn("notes-tools", "P-001", "leg-first-title", job("leg-first-title"))
-    assert first.source == "spawned"
+    first_state = spawn_leg.fn("notes-tools", "P-001", "leg-first-title", job("leg-first-title"))
+    first = first_state.result()
+    assert first.source == "spawned" and first_state.name == "Completed"
+    assert first_state.message.startswith("tool result in ")
     assert first.observation["kind"] == "mcp" and first.observation["isError"] is False
     assert first.observation["result"]["value"] == {"ok": True, "noteId": "n-the-first-note",
                                                     "filedAt": "2026-01-01T00:00:01Z", "noteCount": 3}
-    twin = spawn_leg.fn("notes-tools", "P-002", "twin", job("twin"))
-    assert twin.source == "cache" and twin.observation["probeId"] == "twin"
+    twin_state = spawn_leg.fn("notes-tools", "P-002", "twin", job("twin"))
+    twin = twin_state.result()  # the same invocation: it collapsed onto the first leg's one session
+    assert twin.source == "collapsed" and twin.observation["probeId"] == "twin"
+    assert (twin_state.name, twin_state.message) == ("Cached", "collapsed onto notes-tools/P-001/leg-first-title")
     assert len(staged) == 1
     assert list((tmp_path / "workspaces").iterdir()) == []
 

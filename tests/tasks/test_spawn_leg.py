@@ -43,9 +43,9 @@ def test_concurrent_legs_with_one_request_start_one_process(conformance, tmp_pat
     # the first witness leg's), so they share one key.
     same = ["witness-frontend", "preflight-control-observe", "preflight-control-observe-2"]
     assert len({jobs[leg].key for leg in same}) == 1
-    answers = {}
+    states = {}
     threads = [
-        threading.Thread(target=lambda leg=leg: answers.__setitem__(leg, spawn_leg.fn("skill", "P-001", leg, jobs[leg])))
+        threading.Thread(target=lambda leg=leg: states.__setitem__(leg, spawn_leg.fn("skill", "P-001", leg, jobs[leg])))
         for leg in same
     ]
     for thread in threads:
@@ -53,7 +53,15 @@ def test_concurrent_legs_with_one_request_start_one_process(conformance, tmp_pat
     for thread in threads:
         thread.join()
     assert len(marker_events(marker)) == 1
-    assert sorted(answer.source for answer in answers.values()) == ["cache", "cache", "spawned"]
+    answers = {leg: state.result() for leg, state in states.items()}
+    assert sorted(answer.source for answer in answers.values()) == ["collapsed", "collapsed", "spawned"]
+    # Each leg's task-run state says how it was answered (a Completed-type state named Cached for a repeat).
+    [spawner] = [leg for leg in same if answers[leg].source == "spawned"]
+    assert states[spawner].name == "Completed" and states[spawner].message.startswith("exit 0 in ")
+    for leg in same:
+        if leg != spawner:
+            assert states[leg].is_completed() and states[leg].name == "Cached"
+            assert states[leg].message == f"collapsed onto skill/P-001/{spawner}"
     assert {leg: answers[leg].observation["probeId"] for leg in same} == {leg: leg for leg in same}
     assert answers["witness-frontend"].observation["stdout"]["value"]["selected"][0] == "interaction-rules"
     assert list((tmp_path / "workspaces").iterdir()) == []  # the leg's workspace is gone
@@ -62,8 +70,8 @@ def test_concurrent_legs_with_one_request_start_one_process(conformance, tmp_pat
 def test_seeded_fault_leg_runs_against_the_mutation(conformance, tmp_path):
     suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites")
     jobs = _jobs(suite_dir, tmp_path, "inv-2")
-    fault = spawn_leg.fn("skill", "P-001", "skill-defect-leg-1", jobs["skill-defect-leg-1"])
-    clean = spawn_leg.fn("skill", "P-001", "witness-frontend", jobs["witness-frontend"])
+    fault = spawn_leg.fn("skill", "P-001", "skill-defect-leg-1", jobs["skill-defect-leg-1"]).result()
+    clean = spawn_leg.fn("skill", "P-001", "witness-frontend", jobs["witness-frontend"]).result()
     assert "mobile-rules" in fault.observation["stdout"]["value"]["selected"]
     assert "mobile-rules" not in clean.observation["stdout"]["value"]["selected"]
     assert [event["mutation"] for event in marker_events(marker)] == ["m1", ""]
@@ -80,7 +88,10 @@ def test_a_timed_out_leg_is_not_cached_and_runs_again(conformance, tmp_path):
     set_delay(marker, 0)
     retry = _jobs(suite_dir, tmp_path, "inv-4")["witness-backend"]  # the next run
     assert retry.key == job.key
-    assert spawn_leg.fn("skill", "P-001", "witness-backend", retry).source == "spawned"
+    assert spawn_leg.fn("skill", "P-001", "witness-backend", retry).result().source == "spawned"
     assert len(marker_events(marker)) == 2
-    assert spawn_leg.fn("skill", "P-001", "witness-backend", retry).source == "cache"
+    later = _jobs(suite_dir, tmp_path, "inv-5")["witness-backend"]  # and the run after that
+    state = spawn_leg.fn("skill", "P-001", "witness-backend", later)
+    assert state.result().source == "cache" and state.name == "Cached"
+    assert state.message.startswith("from cache: answered by ") and " as skill/P-001/witness-backend at " in state.message
     assert len(marker_events(marker)) == 2

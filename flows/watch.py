@@ -1,0 +1,360 @@
+"""Watching a run: flow-run names and tags, the run log (Prefect's run logger and the console), progress.
+
+* **Names.** A flow run is named by what it ran and when: ``preflight 3 suites 2026-12-01T02:00Z``,
+  ``contract-strength 3 suites 2026-12-01T02:00Z``, and ``nightly 2026-12-01`` when a deployment of
+  that name started it (the deployment's name, then the scheduled date). Its tags carry
+  ``suite:<name>`` for every suite it ran, so the UI's filters find a suite's runs.
+* **The run log.** :class:`RunLog` sends each line to Prefect's run logger at INFO or WARNING (the
+  flow run's Logs tab, also under ``serve`` and workers) and prints it on the console itself; Prefect's
+  own console handler is kept from printing it twice, and from printing Prefect's per-task INFO chatter.
+* **Progress.** :class:`LegProgress` counts legs planned / done (spawned, collapsed onto an identical
+  leg of this run, from the cache, faulted) and running now. On a terminal it is a ``rich`` progress
+  bar on stderr; otherwise one line every ``EVALQUALITY_PROGRESS_SECONDS`` (default 30; ``0`` turns it
+  off) while the count moves.
+* **Tables.** :func:`console` is the console tables print on: the terminal's width, or 120 columns
+  (``$COLUMNS`` if set) when piped, so a CI log keeps each row on one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+#: Width of a piped (non-terminal) console: the logs CI keeps are read at about this width.
+PIPED_WIDTH = 120
+PROGRESS_VARIABLE = "EVALQUALITY_PROGRESS_SECONDS"
+DEFAULT_PROGRESS_SECONDS = 30.0
+#: Marks a record our RunLog already printed on the console.
+_CONSOLE_MARK = "evalquality_printed"
+
+
+def console(file: IO[str] | None = None) -> Console:
+    """A rich console: the terminal's width, else ``$COLUMNS`` or 120 columns (never rich's 80)."""
+    stream = file or sys.stdout
+    terminal = hasattr(stream, "isatty") and stream.isatty()
+    width = None if terminal else int(os.environ.get("COLUMNS") or PIPED_WIDTH)
+    return Console(file=stream, width=width, soft_wrap=False)
+
+
+# ---------------------------------------------------------------------------------------------- names
+
+
+def suite_names(suites_dir: str | os.PathLike[str] | None) -> list[str]:
+    """The suites a folder holds (sub-folders with a ``contract.json``), by name; cheap, no parsing."""
+    if not suites_dir:
+        return []
+    root = Path(suites_dir)
+    try:
+        return sorted(p.parent.relative_to(root).as_posix() for p in root.rglob("contract.json"))
+    except OSError:
+        return []
+
+
+def _when(start: Any) -> datetime:
+    return start.astimezone(UTC) if isinstance(start, datetime) else datetime.now(UTC)
+
+
+def run_name(
+    kind: str, suites_dir: Any, start: Any = None, deployment: str | None = None, only: Any = None
+) -> str:
+    """``<kind> <n> suite(s) <UTC minute>``, or ``<deployment> <UTC date>`` for a deployment's run;
+    ``only`` (a batch's suite names) is counted instead of the folder when given."""
+    when = _when(start)
+    if deployment:
+        return f"{deployment} {when:%Y-%m-%d}"
+    count = len(only) if only else len(suite_names(suites_dir))
+    return f"{kind} {count} suite{'' if count == 1 else 's'} {when:%Y-%m-%dT%H:%MZ}"
+
+
+def _runtime_name(kind: str, default_suites: Any) -> str:
+    from prefect.runtime import deployment, flow_run
+
+    parameters = flow_run.parameters or {}
+    suites = parameters.get("suites_dir") or default_suites
+    return run_name(kind, suites, flow_run.scheduled_start_time, deployment.name, parameters.get("suites"))
+
+
+def preflight_run_name() -> str:
+    """The ``preflight`` flow's run name (``flow_run_name`` callable; reads the run's parameters)."""
+    return _runtime_name("preflight", None)
+
+
+def strength_run_name() -> str:
+    """The ``contract-strength`` flow's run name; its default suites folder comes from the settings."""
+    from flows.settings import load_settings
+
+    try:
+        default = load_settings().suites_dir
+    except ValueError:  # a bad setting is reported by the flow itself; the name just counts nothing
+        default = None
+    return _runtime_name("contract-strength", default)
+
+
+def tag_flow_run(tags: Iterable[str]) -> None:
+    """Add tags to the current flow run (suite names are known only once it runs); best effort."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return
+    wanted = sorted(set(context.flow_run.tags) | set(tags))
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(context.flow_run.id, tags=wanted)
+    except Exception:  # noqa: BLE001 - tags are a convenience; a refused update must not fail a run
+        logging.getLogger(__name__).debug("could not tag the flow run", exc_info=True)
+
+
+def flow_run_url() -> str | None:
+    """The flow run's page in the Prefect UI when a server with a UI is in use (``PREFECT_API_URL``)."""
+    from prefect.runtime import flow_run
+
+    if not os.environ.get("PREFECT_API_URL"):
+        return None  # the embedded server serves no UI (prefect.md §1)
+    return flow_run.ui_url
+
+
+def task_run_url(task_run_id: Any) -> str | None:
+    """A task run's page in the Prefect UI when a server with a UI is in use, else None."""
+    from prefect.settings import PREFECT_UI_URL
+
+    base = PREFECT_UI_URL.value() if os.environ.get("PREFECT_API_URL") else None
+    return f"{base}/runs/task-run/{task_run_id}" if base and task_run_id else None
+
+
+# ------------------------------------------------------------------------------------------ run log
+
+
+class _QuietConsole(logging.Filter):
+    """On Prefect's console handler: drop what RunLog printed itself, and run loggers' INFO chatter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, _CONSOLE_MARK, False):
+            return False
+        run_logger = record.name.startswith(("prefect.flow_runs", "prefect.task_runs"))
+        return not (run_logger and record.levelno < logging.WARNING)
+
+
+_QUIET = _QuietConsole()
+
+
+class GateMoved(Exception):  # noqa: N818 - it is a finding, not an error of ours
+    """The data of a flow run that ended ``Failed`` because its gate moved: the one-line message, and the
+    run's full result (``run``) for the caller, which still exits with the gate's code.
+
+    A Failed state's data must be an exception: Prefect's engine (a worker, ``serve``) calls
+    ``result()`` on the final state, which raises it.
+    """
+
+    def __init__(self, message: str, run: Any) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class _NoGateTraceback(logging.Filter):
+    """Drop the engine's "exited with unexpected exception" records whose exception is a ``GateMoved``:
+    the flow run's Failed state already says what moved in one line; a traceback adds nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], GateMoved))
+
+
+_NO_GATE_TRACEBACK = _NoGateTraceback()
+
+
+def enable_run_logs() -> None:
+    """Let INFO from run loggers reach the API (PREFECT_LOGGING_LEVEL=WARNING would drop it) while the
+    console shows only what we print and warnings; idempotent, called at the start of each flow."""
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+    for handler in logging.getLogger().handlers:
+        if type(handler).__name__ == "PrefectConsoleHandler" and _QUIET not in handler.filters:
+            handler.addFilter(_QUIET)
+    for name in ("prefect.flow_runs", "prefect.engine"):
+        logger = logging.getLogger(name)
+        if _NO_GATE_TRACEBACK not in logger.filters:
+            logger.addFilter(_NO_GATE_TRACEBACK)
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger] | None:
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return None
+
+
+class RunLog:
+    """Lines for the people watching: to Prefect's run logger and to the console (stderr by default)."""
+
+    def __init__(self, out: Console | None = None) -> None:
+        enable_run_logs()
+        self.console = out or console(sys.stderr)
+        self._logger = _run_logger()
+
+    def _emit(self, level: int, text: str, style: str | None) -> None:
+        if self._logger is not None:
+            self._logger.log(level, text, extra={_CONSOLE_MARK: True})
+        self.console.print(text, style=style, markup=False, highlight=False)
+
+    def info(self, text: str) -> None:
+        """An INFO line."""
+        self._emit(logging.INFO, text, None)
+
+    def warning(self, text: str) -> None:
+        """A WARNING line (faults, a moved gate)."""
+        self._emit(logging.WARNING, text, "yellow")
+
+    def to_logger(self, text: str, level: int = logging.INFO) -> None:
+        """A line for the run logger only (e.g. a table the console prints as a rich table)."""
+        if self._logger is not None:
+            self._logger.log(level, text, extra={_CONSOLE_MARK: True})
+
+
+# ----------------------------------------------------------------------------------------- progress
+
+
+def progress_interval() -> float:
+    """Seconds between one-line progress reports when not on a terminal (0: none)."""
+    raw = os.environ.get(PROGRESS_VARIABLE, "")
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_PROGRESS_SECONDS
+    except ValueError:
+        return DEFAULT_PROGRESS_SECONDS
+
+
+class LegProgress:
+    """Counts of one run's legs, fed by ``spawn-leg`` (``on_event``), shown while the legs run."""
+
+    OUTCOMES = ("spawned", "collapsed", "cache", "fault")
+
+    def __init__(self, planned: int, stream: IO[str] | None = None, interval: float | None = None) -> None:
+        self.planned = planned
+        self.counts = dict.fromkeys(self.OUTCOMES, 0)
+        self.running = 0
+        self._lock = threading.Lock()
+        self._stream = stream or sys.stderr
+        self._interval = progress_interval() if interval is None else interval
+        self._terminal = hasattr(self._stream, "isatty") and self._stream.isatty()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._bar: Any = None
+        self._task: Any = None
+        self._started = time.monotonic()
+
+    @property
+    def done(self) -> int:
+        """Legs answered or faulted so far."""
+        return sum(self.counts.values())
+
+    def on_event(self, event: str, leg: str) -> None:
+        """``start`` when a leg begins; then one of ``OUTCOMES`` when it ends. Thread-safe."""
+        with self._lock:
+            if event == "start":
+                self.running += 1
+            elif event in self.counts:
+                self.counts[event] += 1
+                self.running = max(0, self.running - 1)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, status=self.status())
+
+    def status(self) -> str:
+        """``spawned S · collapsed C · from cache K · faulted F · running R``."""
+        c = self.counts
+        return (
+            f"spawned {c['spawned']} · collapsed {c['collapsed']} · from cache {c['cache']} · "
+            f"faulted {c['fault']} · running {self.running}"
+        )
+
+    def line(self) -> str:
+        """The one-line progress report of a piped console."""
+        c = self.counts
+        return (
+            f"progress: {self.done}/{self.planned} legs done ({c['spawned']} spawned, {c['collapsed']} collapsed, "
+            f"{c['cache']} from cache, {c['fault']} faulted), {self.running} running, "
+            f"{time.monotonic() - self._started:.0f} s"
+        )
+
+    def __enter__(self) -> LegProgress:
+        if self.planned == 0:
+            return self
+        if self._terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(
+                TextColumn("legs"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(), console=Console(file=self._stream), transient=True,
+            )
+            self._task = self._bar.add_task("legs", total=self.planned, status=self.status())
+            self._bar.start()
+        elif self._interval > 0:
+            self._thread = threading.Thread(target=self._report, name="leg-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _report(self) -> None:
+        last = -1
+        while not self._stop.wait(self._interval):
+            if self.done != last:
+                last = self.done
+                print(self.line(), file=self._stream, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._bar is not None:
+            self._bar.stop()
+
+
+# ------------------------------------------------------------------------------------------- tables
+
+
+def one_line_table(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, flexible: Sequence[str] = ()
+) -> Table:
+    """A table whose every row is one line of ``width`` columns.
+
+    Columns not in ``flexible`` keep their full width; the ``flexible`` ones share what is left and
+    cut their text with an ellipsis (the full text is in the JSON the table summarises).
+    """
+    fixed = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    flex = [i for i, h in enumerate(headers) if h in flexible]
+    room = width - 4 - sum(fixed[i] + 3 for i in range(len(headers)) if i not in flex) - 3 * len(flex)
+    share = {i: max(len(headers[i]), 8, room // max(1, len(flex))) for i in flex}
+    # Give a column that needs less than its share the rest of the room, in column order.
+    spare = sum(max(0, share[i] - fixed[i]) for i in flex)
+    for i in flex:
+        if fixed[i] < share[i]:
+            share[i] = fixed[i]
+        elif spare > 0:
+            extra = min(spare, fixed[i] - share[i])
+            share[i] += extra
+            spare -= extra
+    table = Table(title=title)
+    for i, header in enumerate(headers):
+        table.add_column(header, no_wrap=True, width=share.get(i, fixed[i]), overflow="ellipsis")
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            text = Text(value)
+            text.truncate(share.get(i, fixed[i]), overflow="ellipsis")
+            cells.append(text)
+        table.add_row(*cells)
+    return table
