@@ -63,8 +63,8 @@ InterfaceKind = Literal["api", "web", "cli", "mcp"]
 INTERFACE_KINDS: tuple[InterfaceKind, ...] = get_args(InterfaceKind)
 #: Kinds compile and qualification support (mcp: the tool-call form of contract 6+; ``web`` is refused).
 SUPPORTED_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli", "mcp")
-#: Kinds pre-flight planning supports today (mcp legs arrive with the mcp adapter).
-PREFLIGHT_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli")
+#: Kinds pre-flight plans legs for: api (HTTP adapter), cli (command-line adapter), mcp (stdio MCP adapter).
+PREFLIGHT_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli", "mcp")
 
 HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 HTTP_METHODS: tuple[HttpMethod, ...] = get_args(HttpMethod)

@@ -30,6 +30,13 @@ CONTROL_MUTATE_BASE = "preflight-control-mutate"
 #: Request channels per interface kind, in wire order (§1.6, artifacts.md §2.2).
 TRANSPORT_CHANNELS: tuple[str, ...] = ("path", "query", "header", "body")
 COMMAND_CHANNELS: tuple[str, ...] = ("argument", "option", "environment", "stdin")
+#: A tool call has one channel, its arguments (§1.6, 2.0.0 and later).
+TOOL_CHANNELS: tuple[str, ...] = ("arguments",)
+_CHANNELS_BY_KIND: Mapping[str, tuple[str, ...]] = {
+    "api": TRANSPORT_CHANNELS,
+    "cli": COMMAND_CHANNELS,
+    "mcp": TOOL_CHANNELS,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,6 +171,8 @@ def _declares_required_keys(operation: Mapping[str, Any]) -> bool:
 def _empty_inputs(kind: str) -> dict[str, Any]:
     if kind == "cli":
         return {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}}
+    if kind == "mcp":
+        return {"arguments": {}}
     return {"path": {}, "query": {}, "header": {}, "body": {"kind": "absent"}}
 
 
@@ -186,8 +195,22 @@ def request_of(
     base = {"probeId": leg_id, "interfaceId": interface_id, "operationId": operation_id}
     command_shaped = any(key in inputs for key in COMMAND_CHANNELS)
     transport_shaped = any(key in inputs for key in TRANSPORT_CHANNELS)
+    tool_shaped = any(key in inputs for key in TOOL_CHANNELS)
+    if interface["kind"] == "mcp":
+        if command_shaped or transport_shaped or not tool_shaped:
+            raise StructuralFailure(
+                "undeclared-mandatory-input",
+                _operation_path(interface_id, operation_id),
+                "supplies command or transport channels to an operation that calls a tool",
+            )
+        return {
+            "kind": "mcp",
+            **base,
+            "toolName": operation["toolName"],
+            "channels": {"arguments": inputs["arguments"]},
+        }
     if interface["kind"] == "cli":
-        if transport_shaped or not command_shaped:
+        if transport_shaped or tool_shaped or not command_shaped:
             raise StructuralFailure(
                 "undeclared-mandatory-input",
                 _operation_path(interface_id, operation_id),
@@ -200,7 +223,7 @@ def request_of(
             "subcommandPath": list(operation["invocation"]["subcommandPath"]),
             "channels": {name: inputs[name] for name in COMMAND_CHANNELS},
         }
-    if command_shaped or not transport_shaped:
+    if command_shaped or tool_shaped or not transport_shaped:
         raise StructuralFailure(
             "undeclared-mandatory-input",
             _operation_path(interface_id, operation_id),
@@ -271,7 +294,7 @@ def _check_witness_inputs(
     outside the permitted set, in each keyed channel.
     """
     shape = operation.get("requestShape") or {}
-    channels = COMMAND_CHANNELS if interface["kind"] == "cli" else TRANSPORT_CHANNELS
+    channels = _CHANNELS_BY_KIND.get(interface["kind"], TRANSPORT_CHANNELS)
     for name in channels:
         declared = shape.get(name) or {"requiredKeys": [], "permittedKeys": []}
         supplied = inputs.get(name)

@@ -56,6 +56,9 @@ class EvaluatorError(SuiteError):
 MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
+#: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
+#: flow) and ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from"})
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and
@@ -176,7 +179,7 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
         settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise StagingError(f"{path}: not TOML: {problem}") from None
-    check_keys(path, settings, SUITE_SETTINGS_KEYS)
+    check_keys(path, settings, SUITE_SETTINGS_KEYS, SUITE_OPTIONAL_KEYS)
     if not isinstance(settings["system-id"], str) or not settings["system-id"]:
         raise StagingError(f"{path}: system-id must be a non-empty string")
     if not isinstance(settings["fixtures"], dict) or not settings["fixtures"]:
