@@ -55,14 +55,17 @@ def read_preflight_inputs(contract: Any, probes: Sequence[Any]) -> tuple[Any, li
     """
     from pydantic import BaseModel
 
-    from evalquality_core.artifacts.base import read_artifact
+    from evalquality_core.artifacts.base import check_stamp, read_artifact
     from evalquality_core.artifacts.contract import EvalContract
     from evalquality_core.artifacts.probe import Probe
     from evalquality_core.preflight.plan import check_probe_stamps
 
+    # 7.0.0: every input's stamp (contract, then each probe) before any input's shape.
+    if not isinstance(contract, BaseModel):
+        check_stamp(EvalContract, contract, "EvalContract")
+    check_probe_stamps([probe for probe in probes if not isinstance(probe, BaseModel)])
     if not isinstance(contract, BaseModel):
         contract = read_artifact(EvalContract, contract, "EvalContract")
-    check_probe_stamps([probe for probe in probes if not isinstance(probe, BaseModel)])
     parsed = []
     for index, probe in enumerate(probes):
         if isinstance(probe, BaseModel):

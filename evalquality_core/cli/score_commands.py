@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from evalquality_core.adapters.local_corpus import LocalCorpusAdapter
-from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.base import check_stamp, read_artifact, to_wire
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
 from evalquality_core.artifacts.isolation import IsolationManifest
@@ -42,6 +42,24 @@ from evalquality_core.faults import RuntimeFault
 from evalquality_core.pipeline import CorpusRootRequired, private_references, run_score
 from evalquality_core.registries import DIGEST_PATTERN, EXIT_INVALID
 from evalquality_core.score.score import DesignatedOracleError, designate_oracle
+
+
+def probe_root(value: Any) -> str:
+    """``Probe[probeId=P-…]`` when the document names its probe, else ``Probe`` (a fault path root)."""
+    probe_id = value.get("probeId") if isinstance(value, dict) else None
+    return f"Probe[probeId={probe_id}]" if isinstance(probe_id, str) else "Probe"
+
+
+def check_stamps_first(inputs: Sequence[tuple[type[Any], Any, str]]) -> None:
+    """7.0.0: the stamp of every given input, in order, before any shape (``None`` = not given).
+
+    A number we do not read is ``schema-version-mismatch`` at ``<root>.schemaVersion`` (e.g.
+    ``IsolationManifest.schemaVersion``, ``Probe[probeId=P-001].schemaVersion``); a missing or
+    non-numeric stamp is ``schema-parse-failure`` at the root.
+    """
+    for model, value, root in inputs:
+        if value is not None:
+            check_stamp(model, value, root)
 
 
 def _one(flag: str, values: Sequence[str]) -> str | None:
@@ -128,36 +146,44 @@ def score_command(
     ]
     _check_inputs(named, target)
 
-    policy_model = read_artifact(ScoringPolicy, read_json("policy", flags["policy"], "ScoringPolicy"), "ScoringPolicy")
-    contract_model = read_artifact(EvalContract, read_json("contract", flags["contract"], "EvalContract"), "EvalContract")
-    probe_model = read_artifact(Probe, read_json("probe", flags["probe"], "Probe"), "Probe")
-    verdict_model = read_artifact(
-        PreflightVerdict, read_json("preflight-verdict", flags["preflight-verdict"], "PreflightVerdict"), "PreflightVerdict"
-    )
-    record_models = [
-        read_artifact(SealedRunRecord, read_json("record", path, "SealedRunRecord"), f"SealedRunRecord[{i}]")
-        for i, path in enumerate(records)
-    ]
-    manifest_model = (
-        None
-        if manifest_path is None
-        else read_artifact(IsolationManifest, read_json("isolation-manifest", manifest_path, "IsolationManifest"))
-    )
-    configuration_model = (
+    # 7.0.0: every input's stamp is checked before any input's shape.
+    policy_value = read_json("policy", flags["policy"], "ScoringPolicy")
+    contract_value = read_json("contract", flags["contract"], "EvalContract")
+    probe_value = read_json("probe", flags["probe"], "Probe")
+    verdict_value = read_json("preflight-verdict", flags["preflight-verdict"], "PreflightVerdict")
+    record_values = [read_json("record", path, "SealedRunRecord") for path in records]
+    manifest_value = None if manifest_path is None else read_json("isolation-manifest", manifest_path, "IsolationManifest")
+    configuration_value = (
         None
         if configuration_path is None
-        else read_artifact(
-            EvaluatorConfiguration,
-            read_json("evaluator-configuration", configuration_path, "EvaluatorConfiguration"),
-        )
+        else read_json("evaluator-configuration", configuration_path, "EvaluatorConfiguration")
     )
-    private_model = (
-        None
-        if private_path is None
-        else read_artifact(
-            PrivateArtifactManifest, read_json("private-manifest", private_path, "PrivateArtifactManifest")
-        )
+    private_value = (
+        None if private_path is None else read_json("private-manifest", private_path, "PrivateArtifactManifest")
     )
+    inputs: list[tuple[type[Any], Any, str]] = [
+        (EvalContract, contract_value, "EvalContract"),
+        (Probe, probe_value, probe_root(probe_value)),
+        *[(SealedRunRecord, value, f"SealedRunRecord[{i}]") for i, value in enumerate(record_values)],
+        (PreflightVerdict, verdict_value, "PreflightVerdict"),
+        (ScoringPolicy, policy_value, "ScoringPolicy"),
+        (IsolationManifest, manifest_value, "IsolationManifest"),
+        (EvaluatorConfiguration, configuration_value, "EvaluatorConfiguration"),
+        (PrivateArtifactManifest, private_value, "PrivateArtifactManifest"),
+    ]
+    check_stamps_first(inputs)
+    contract_model = read_artifact(EvalContract, contract_value, "EvalContract")
+    probe_model = read_artifact(Probe, probe_value, "Probe")
+    verdict_model = read_artifact(PreflightVerdict, verdict_value, "PreflightVerdict")
+    policy_model = read_artifact(ScoringPolicy, policy_value, "ScoringPolicy")
+    record_models = [
+        read_artifact(SealedRunRecord, value, f"SealedRunRecord[{i}]") for i, value in enumerate(record_values)
+    ]
+    manifest_model = None if manifest_value is None else read_artifact(IsolationManifest, manifest_value)
+    configuration_model = (
+        None if configuration_value is None else read_artifact(EvaluatorConfiguration, configuration_value)
+    )
+    private_model = None if private_value is None else read_artifact(PrivateArtifactManifest, private_value)
     digest = flags["corpus-digest"]
     assert digest is not None
     if not re.match(DIGEST_PATTERN, digest):
@@ -224,11 +250,16 @@ def aggregate_strength_command(
     _require("aggregate-strength", {"evidence": evidence, "floors": floors_path, "policy": policy_path})
     target = out_path(_one("out", out), "strength-aggregate")
     _check_inputs([("evidence", e) for e in evidence] + [("floors", floors_path), ("policy", policy_path)], target)
-    floor_values = check_floors(read_json("floors", floors_path, "StrengthFloors"))
-    policy_model = read_artifact(ScoringPolicy, read_json("policy", policy_path, "ScoringPolicy"), "ScoringPolicy")
-    artifacts = [
-        read_artifact(EvidenceArtifact, read_json("evidence", path, "EvidenceArtifact"), f"EvidenceArtifact[{i}]")
-        for i, path in enumerate(evidence)
-    ]
+    floors_value = read_json("floors", floors_path, "StrengthFloors")
+    policy_value = read_json("policy", policy_path, "ScoringPolicy")
+    evidence_values = [read_json("evidence", path, "EvidenceArtifact") for path in evidence]
+    # 7.0.0: every input's stamp is checked before any input's shape.
+    check_stamps_first(
+        [(ScoringPolicy, policy_value, "ScoringPolicy")]
+        + [(EvidenceArtifact, value, f"EvidenceArtifact[{i}]") for i, value in enumerate(evidence_values)]
+    )
+    floor_values = check_floors(floors_value)
+    policy_model = read_artifact(ScoringPolicy, policy_value, "ScoringPolicy")
+    artifacts = [read_artifact(EvidenceArtifact, value, f"EvidenceArtifact[{i}]") for i, value in enumerate(evidence_values)]
     aggregate = aggregate_strength(artifacts, floor_values, policy_model, engine_version=package_version())
     write_artifact(to_wire(aggregate), target)

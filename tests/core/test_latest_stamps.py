@@ -214,3 +214,14 @@ def test_missing_or_non_numeric_contract_stamp_through_seal_and_preflight(latest
         with pytest.raises(RuntimeFault) as caught:
             call()
         assert (caught.value.code, caught.value.artifact_path) == ("schema-parse-failure", "EvalContract")
+
+
+def test_preflight_checks_every_stamp_before_any_shape(latest: Path) -> None:
+    """7.0.0: a probe at a stamp we do not read is named even though the contract's shape is also bad."""
+    contract = _load(CHAIN / "eval-contract.json")
+    contract["unknownKey"] = True
+    probe = _load(CHAIN / "probe.json")
+    probe["schemaVersion"] = 9
+    with pytest.raises(RuntimeFault) as caught:
+        preflight_from_observations(contract, [probe], "r", [])
+    assert (caught.value.code, caught.value.artifact_path) == ("schema-version-mismatch", "Probe[probeId=P-001].schemaVersion")
