@@ -296,6 +296,7 @@ def contract_strength(
     mode: str = "default",
     update_baseline_file: bool = False,
     fail_on_movement: bool = False,
+    suites: list[str] | None = None,
 ) -> StrengthRun:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -316,12 +317,14 @@ def contract_strength(
     pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         scope="suite",
+        suites=suites,
     )
-    suites, load_problems = load_suites(suites_root)
+    only = suites
+    suites, load_problems = load_suites(suites_root, only)
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"

@@ -159,11 +159,20 @@ def load_suite(directory: Path) -> Suite:
     return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy)
 
 
-def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:
-    """Every suite under ``root``, and a problem for each folder that could not be loaded."""
+def load_suites(root: Path, only: Sequence[str] | None = None) -> tuple[list[Suite], list[SuiteProblem]]:
+    """Every suite under ``root`` (or only those named in ``only``: a batch of a fanned-out night), and a
+    problem for each folder that could not be loaded and each named suite that is not there."""
     suites: list[Suite] = []
     problems: list[SuiteProblem] = []
-    for directory in find_suites(root):
+    found = find_suites(root)
+    if only is not None:
+        names = {directory.name for directory in found}
+        problems.extend(
+            SuiteProblem(name, root / name, f"{root / name}: no such suite (no contract.json)")
+            for name in sorted(set(only) - names)
+        )
+        found = [directory for directory in found if directory.name in set(only)]
+    for directory in found:
         try:
             suites.append(load_suite(directory))
         except SuiteLoadError as problem:

@@ -10,6 +10,7 @@ with an abort signal the flow sets when it is interrupted. Run names are ``<suit
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,8 +39,13 @@ from tasks.workspace import leg_workspace
 Stager = Callable[[Path], Any]
 
 
+@functools.cache
 def tool_version() -> str:
-    """The version that enters every leg key: the package version plus the stage code version."""
+    """The version that enters every leg key: the package version plus the stage code version.
+
+    Read once per process: the metadata lookup costs milliseconds, and it was paid per leg in the flow
+    thread (benchmarks/bench_scale.py found it: a third of a cached re-run's per-leg overhead).
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -154,7 +160,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer 
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
     environment, not a bug), and ``result()`` re-raises the fault itself.
     """
-    cache = open_leg_cache(Path(job.cache_dir), job.cache_mode, job.invocation)
+    cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
     try:
         return cache.answer(job.key, job.request, lambda: _spawn(job))
     except EvalQualityFault as fault:
