@@ -34,7 +34,11 @@ def test_evidence_shows_baseline_passing_and_mutation_failing(suite: str) -> Non
         baseline = read(evidence / "baseline.json")
         assert baseline["designatedResolution"] == "true", f"{suite} {probe_id}"
         if probe["expectedClean"]:
-            assert set(baseline["oracleResolutions"].values()) == {"true"}
+            # Every oracle holds: an expects-violation oracle's check (it states the failure) resolves false.
+            contract = read(SUITES / suite / "contract.json")
+            violation = {o["id"] for o in contract["oracles"] if o.get("polarity") == "expects-violation"}
+            resolutions = baseline["oracleResolutions"]
+            assert resolutions == {k: "false" if k in violation else "true" for k in resolutions}, f"{suite} {probe_id}"
             continue
         arm = "degenerate" if probe["probeClass"] == "gameability" else "mutant"
         failed = read(evidence / f"{arm}.json")
