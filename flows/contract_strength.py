@@ -27,7 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from evalquality_core.canonical import (
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import FLOORS_FILE, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.lifecycle import FlowArgumentParser, start_flow_main
 from flows.output import write_artifact
@@ -154,11 +155,25 @@ def load_trials(directory: Path) -> TrialSet:
 
 
 def policy_of(suite: Suite, suites_dir: Path) -> Any:
-    """The suite's own ``scoring-policy.json``, else the corpus's (beside the suites folder)."""
-    for path in (suite.directory / POLICY_FILE, suites_dir.parent / POLICY_FILE):
-        if path.is_file():
-            return _read(ScoringPolicy, path)
-    raise ValueError(f"no {POLICY_FILE} in {suite.directory} or {suites_dir.parent}")
+    """The suite's own ``scoring-policy.json``, else the corpus-wide one beside the suites folder."""
+    path = suite_file_or_fallback(suite.directory, POLICY_FILE, suites_dir.parent)
+    if path is None:
+        raise ValueError(
+            f"no scoring policy: put one at {suite.directory / POLICY_FILE} (the suite's own; "
+            f"`eval-quality suite init` writes one) or a corpus-wide one at {suites_dir.parent / POLICY_FILE}"
+        )
+    return _read(ScoringPolicy, path)
+
+
+def floors_of(suite: Suite, suites_dir: Path) -> dict[str, float]:
+    """The suite's own ``strength-floors.json`` (per-class floors, e.g. ``{"defect": 0.8}``), else the
+    corpus-wide one beside the suites folder, else no floors."""
+    from evalquality_core.aggregate.aggregate import check_floors
+
+    path = suite_file_or_fallback(suite.directory, FLOORS_FILE, suites_dir.parent)
+    if path is None:
+        return {}
+    return check_floors(scan_json(path.read_bytes(), str(path)), str(path))
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -344,13 +359,15 @@ class _PreparedSuite:
     brief: Any
     policy: Any
     corpus_digest: str
+    floors: Mapping[str, float] = field(default_factory=dict)
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     """Compile and seal the contract (cached tasks), find the policy, digest the evaluation corpus."""
     contract = compile_task(suite.contract)
     return _PreparedSuite(
-        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory)
+        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory),
+        floors_of(suite, suites_root),
     )
 
 
@@ -446,7 +463,7 @@ def _suite_document(
     aggregate_digest: str | None = None
     refusal: str | None = None
     if evidence:
-        outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
+        outcome = aggregate_strength_task(suite.name, evidence, prepared.floors, policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             write_artifact(folder / AGGREGATE_FILE, outcome.aggregate)
@@ -477,20 +494,24 @@ def _gate(
     out: Path, documents: Mapping[str, SuiteStrength], problems: Mapping[str, str], baseline_path: Path, update: bool
 ) -> GateResult:
     schema_failures = check_written(out, documents)
+    notes: list[str] = []
     if update and not problems and not schema_failures:
         update_baseline(baseline_path, documents.values())
+        notes.append(f"baseline rewritten: {baseline_path}")
+    elif update:
+        notes.append(f"baseline NOT rewritten ({baseline_path}): this run could not measure every suite")
     try:
         recorded = read_baseline(baseline_path)
     except EvalQualityFault as fault:
-        return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"])
-    return compare_with_baseline(
+        return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"], notes)
+    return replace(compare_with_baseline(
         documents,
         recorded,
         could_not_run=problems,
         schema_failures=schema_failures,
         complete=True,
         baseline_name=str(baseline_path),
-    )
+    ), notes=notes)
 
 
 def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
 
     result = run(corpus, tmp_path / "out")
     assert result.exit_code == 1, result.summary_lines()
-    assert result.gate.lines() == ["notes P-001: verdict moved CONCERNS -> FAIL"]
+    assert result.gate.lines() == ["notes P-001: verdict moved PASS -> FAIL"]
     assert result.counts.legs_spawned == 0  # the environment did not change: every leg from the cache
     assert result.documents["notes"].probes["P-001"].basis == [
         "oracle O-001 resolved missed at or above the severity floor"
@@ -154,4 +154,4 @@ def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):
     result = run(corpus, tmp_path / "out", task_runner=make_task_runner("dask", 2))
     assert result.task_runner == "DaskTaskRunner"
     assert result.exit_code == 0, result.summary_lines()
-    assert result.documents["notes"].probes["P-001"].verdict == "CONCERNS"
+    assert result.documents["notes"].probes["P-001"].verdict == "PASS"
