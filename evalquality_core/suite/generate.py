@@ -60,6 +60,7 @@ from evalquality_core.suite.load import (
     read_suite_settings,
     tree_digest,
 )
+from evalquality_core.suite.staging import refuse_links
 
 
 class GenerationError(SuiteError):
@@ -179,6 +180,7 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
+        refuse_links(suite.root / "system")  # the copy would follow a link; staging then could not see it
         shutil.copytree(suite.root / "system", system)
         original_digest = tree_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)

@@ -184,7 +184,18 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
     for fixture_set, place in settings["fixtures"].items():
         if not isinstance(place, str):
             raise StagingError(f"{path}: fixtures.{fixture_set} must be a path under work/ (a string)")
+        if not stays_inside(place):
+            raise StagingError(f"{path}: fixtures.{fixture_set} = {place!r} leaves work/ (absolute, or a '..' segment)")
+        if "/" in fixture_set or "\\" in fixture_set or fixture_set in ("", ".", ".."):
+            raise StagingError(f"{path}: fixture set {fixture_set!r} must be the name of a folder under fixtures/")
     return settings
+
+
+def stays_inside(relative: str) -> bool:
+    """Whether a '/'-separated path from a suite file stays inside the folder it is joined to (a suite is
+    hostile input too: ``../../x`` or ``/etc`` would let staging write or read outside the workspace)."""
+    parts = relative.replace("\\", "/").split("/")
+    return not relative.startswith(("/", "\\")) and ".." not in parts and ":" not in parts[0]
 
 
 def load_mutations(suite: str | Path) -> dict[str, Mutation]:
@@ -209,8 +220,8 @@ def load_mutations(suite: str | Path) -> dict[str, Mutation]:
             naive_check=data.get("naiveCheck"),
             source_path=path,
         )
-        if not mutation.target.startswith("system/"):
-            raise StagingError(f"{path}: a mutation's target must be a file under system/")
+        if not mutation.target.startswith("system/") or not stays_inside(mutation.target):
+            raise StagingError(f"{path}: a mutation's target must be a file under system/ (no '..' segment)")
         if mutation.probe_id in mutations:
             raise StagingError(f"{path}: probe {mutation.probe_id} already has a mutation")
         mutations[mutation.probe_id] = mutation
