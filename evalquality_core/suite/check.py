@@ -166,7 +166,8 @@ def _probes(root: Path) -> str:
         if not gate.qualified:
             codes = ", ".join(sorted({failure.code for failure in gate.failures}))
             raise _Problem(f"{path.name}: the qualification gate refuses it ({codes})",
-                           "see README 'Qualification'; a refused probe scores Invalid (exit 3)")
+                           "sign the defect on a response-side channel (stdout, stderr or the exit code), not an "
+                           "artifact (README 'Bring your own system', step 7); a refused probe scores Invalid (exit 3)")
     if pending:
         raise _Problem(f"{', '.join(pending)} lack derived fields", "run `eval-quality suite generate DIR`")
     return f"{len(paths)} probe(s) read, each with one designated oracle, and qualify"
@@ -189,8 +190,13 @@ def _trials(root: Path) -> str:
     suite = load_suite(root)
     contract_digest = digest_artifact(suite.contract)
     brief_digest = seal_brief_digest(suite.contract)
-    policy_path = suite_file_or_fallback(root, POLICY_FILE, root.parent)
-    minimum = read_suite_json(policy_path)["minimumTrialCount"] if policy_path else 1
+    # The corpus-wide fallback sits beside the folder holding the suite (corpus/scoring-policy.json for
+    # corpus/suites/notes), as the flows look for it.
+    policy_path = suite_file_or_fallback(root, POLICY_FILE, root.resolve().parent.parent)
+    if policy_path is None:
+        raise _Problem(f"no {POLICY_FILE} in {root} or beside its suites folder",
+                       f"put the suite's scoring policy at {root / POLICY_FILE} (`suite init` writes one)")
+    minimum = read_suite_json(policy_path)["minimumTrialCount"]
     for probe_id in sorted(suite.probes):
         base = root / "trials" / probe_id
         fix = f"run `eval-quality suite trials DIR` (or `--probe {probe_id}`)"
