@@ -14,7 +14,7 @@ import functools
 import json
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,18 @@ class Suite:
     def staged_digest_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str:
         """The digest of what a leg's workspace will hold (part of its leg cache key)."""
         return self.staged_digests[self.mutation_of_leg(probe, leg_id)]
+
+    def owner_of_leg(self, probes: Sequence[Mapping[str, Any]], leg_id: str) -> dict[str, Any]:
+        """Of ``probes``, the one whose manifestation witness ``leg_id`` is, else the first.
+
+        In a suite-wide plan every leg but a seeded-fault leg runs against the clean system, whichever
+        probe is named, so the first stands for them; a fault leg stages its own probe's mutation.
+        """
+        fault_legs = staging.fault_leg_ids
+        for probe in probes:
+            if leg_id in fault_legs(dict(probe)):
+                return dict(probe)
+        return dict(probes[0])
 
     def stager(self, probe: Mapping[str, Any], leg_id: str) -> functools.partial[Any]:
         """Stages this leg's workspace (clean, or the probe's mutation for a seeded-fault leg)."""

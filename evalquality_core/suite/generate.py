@@ -380,6 +380,24 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.files[probe_path] = pretty(probe)
 
 
+def _check_borrowed(suite: Suite, source: str, out: Output) -> None:
+    """A suite that declares ``probes-from = "<sibling suite>"`` (a deliberately weak contract over another
+    suite's probes): its probe and mutation files must equal the sibling's byte for byte. Their evidence
+    was earned against the sibling's contract; this contract may be too weak to earn it, which is what
+    such a suite exists to show, so the mutation cycle is not run again here.
+    """
+    origin = suite.root.parent / source
+    for folder in ("probes", "mutations", "evidence"):
+        mine = {p.relative_to(suite.root).as_posix(): p.read_bytes() for p in sorted((suite.root / folder).rglob("*.json"))}
+        theirs = {p.relative_to(origin).as_posix(): p.read_bytes() for p in sorted((origin / folder).rglob("*.json"))}
+        if not theirs or mine != theirs:
+            differing = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n)) or ["(none found)"]
+            raise GenerationError(
+                f"{suite.name}: {folder}/ must equal {origin}'s (probes-from), but differs in {', '.join(differing)}"
+            )
+    out.notes.append(f"{suite.name}: probes, mutations and evidence are {source}'s, byte for byte (probes-from)")
+
+
 def generate_suite(name: str | Path, out: Output, jobs: int | None = None) -> None:
     """Check and generate every probe of one suite into ``out`` (``jobs`` probes at a time; default: CPUs)."""
     from evalquality_core.compile.pipeline import compile_contract
@@ -389,6 +407,10 @@ def generate_suite(name: str | Path, out: Output, jobs: int | None = None) -> No
         compile_contract(suite.contract)
     except (StructuralFailure, RuntimeFault) as failure:
         raise GenerationError(f"{name}: the contract does not compile: {problem_line(failure)}") from failure
+    source = read_suite_settings(suite.root).get("probes-from")
+    if source is not None:
+        _check_borrowed(suite, str(source), out)
+        return
     mutations = load_mutations(suite.root)
     unknown = sorted(set(mutations) - set(suite.probes))
     if unknown:

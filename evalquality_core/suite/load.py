@@ -3,8 +3,9 @@
 A suite is any folder holding ``contract.json`` (harness.md A.1–A.3): ``suite.toml`` (the system id and
 where each fixture set lands under ``work/``), ``system/``, ``fixtures/``, ``targets.toml`` (the target
 registry), ``evaluator.json`` (the reference evaluator's choices), ``probes/P-*.json``, ``mutations/*.json``
-and, once generated, ``evidence/`` and ``trials/``. Optionally ``scoring-policy.json`` and
-``strength-floors.json`` (the suite's own; a corpus-wide file beside the suites folder is the fallback).
+and, once generated, ``evidence/`` and ``trials/``. Optionally ``scoring-policy.json`` (the suite's own; a
+corpus-wide file beside the suites folder is the fallback) and a ``[floors]`` table in ``suite.toml``
+(per-class strength floors).
 
 **Every reference a suite stores is a '/'-separated path relative to the suite folder itself**
 (:func:`suite_relative`, :func:`public_reference`), so a suite can be moved, copied or kept in another
@@ -34,8 +35,6 @@ from evalquality_core.probe.targets import parse_targets
 CONTRACT_FILE = "contract.json"
 #: A suite's own scoring policy; the corpus-wide fallback is the same name beside the suites folder.
 POLICY_FILE = "scoring-policy.json"
-#: A suite's own strength floors (harness.md A.5); the same fallback rule as the policy.
-FLOORS_FILE = "strength-floors.json"
 #: What belongs to a suite's evaluation corpus: digested into its corpus digest (:func:`corpus_digest`).
 CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
 
@@ -56,6 +55,9 @@ class EvaluatorError(SuiteError):
 MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
+#: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
+#: flow) and ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from"})
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and
@@ -176,7 +178,7 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
         settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise StagingError(f"{path}: not TOML: {problem}") from None
-    check_keys(path, settings, SUITE_SETTINGS_KEYS)
+    check_keys(path, settings, SUITE_SETTINGS_KEYS, SUITE_OPTIONAL_KEYS)
     if not isinstance(settings["system-id"], str) or not settings["system-id"]:
         raise StagingError(f"{path}: system-id must be a non-empty string")
     if not isinstance(settings["fixtures"], dict) or not settings["fixtures"]:

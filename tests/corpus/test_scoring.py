@@ -98,11 +98,19 @@ def test_review_defect_probes_with_exit_code_signatures_are_caught(probe_id: str
     assert as_wire(run.artifact)["strength"]["vector"]["defect"] == {"caught": 1, "exercised": 1, "rate": 1}
 
 
-@pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-007"), ("trace", "P-001"), ("trace", "P-002"), ("trace", "P-003")])
+@pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-007"), ("trace", "P-001"), ("trace", "P-002")])
 def test_artifact_signatures_are_refused_by_qualification(suite: str, probe_id: str) -> None:
     run = score_stored(suite, probe_id)
     assert "condition-artifact-channel-contract-local" in _codes(run)
     assert run.artifact is None and run.ladder.exit_code == 3
+
+
+def test_trace_gate_probe_with_a_stdout_signature_qualifies_and_is_caught() -> None:
+    """trace P-003 states its plant on stdout (response side): it qualifies, is exercised, and is caught."""
+    run = score_stored("trace", "P-003")
+    assert _codes(run) == []
+    artifact = as_wire(run.artifact)
+    assert artifact["strength"]["vector"]["defect"] == {"caught": 1, "exercised": 1, "rate": 1}
 
 
 @pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-008"), ("trace", "P-004")])

@@ -16,6 +16,16 @@ from tests.corpus.conftest import PROJECT_ROOT, SUITE_NAMES, SUITES, probe_ids, 
 CLI = [sys.executable, "-m", "evalquality_core"]
 
 
+def test_the_weak_suite_is_the_notes_suite_without_its_read_back_oracle() -> None:
+    """notes-weak reuses notes' probes byte for byte (probes-from) and drops only O-001, the read-back."""
+    strong, weak = read(SUITES / "notes" / "contract.json"), read(SUITES / "notes-weak" / "contract.json")
+    assert [o["id"] for o in strong["oracles"] if o["id"] not in {w["id"] for w in weak["oracles"]}] == ["O-001"]
+    assert {b["id"]: b["oracles"] for b in weak["behaviors"]}["B-001"] == []
+    for probe_id in probe_ids("notes"):
+        name = f"probes/{probe_id}.json"
+        assert (SUITES / "notes-weak" / name).read_bytes() == (SUITES / "notes" / name).read_bytes(), name
+
+
 def test_the_baselines_cover_exactly_the_suites_in_the_corpus() -> None:
     """The suite set is read from corpus/suites/; adding one changes what the tests check, and the two
     baselines must be rewritten with it deliberately (each flow's ``--update-baseline``)."""
@@ -56,7 +66,12 @@ def test_fixture_sets_are_named_after_their_content(suite: str) -> None:
         assert not {"clean", "seeded", "mutant", "mutated", "baseline", "defect"} & set(name.split("-")), name
 
 
-@pytest.mark.parametrize("suite", SUITE_NAMES)
+#: Suites that earn their own probes: a ``probes-from`` suite (notes-weak) borrows another's on purpose,
+#: with a contract too weak for them (its own test above).
+OWN_PROBES = [name for name in SUITE_NAMES if "probes-from" not in (SUITES / name / "suite.toml").read_text()]
+
+
+@pytest.mark.parametrize("suite", OWN_PROBES)
 def test_every_probe_names_a_behaviour_with_exactly_one_oracle(suite: str) -> None:
     contract = read(SUITES / suite / "contract.json")
     oracles_of = {b["id"]: b["oracles"] for b in contract["behaviors"]}

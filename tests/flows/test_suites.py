@@ -35,17 +35,16 @@ def test_a_probe_that_is_not_json_is_a_problem(conformance, tmp_path):
     assert len(problems) == 1 and "P-001.json" in problems[0].message
 
 
-def test_policy_and_floors_come_from_the_suite_else_beside_the_suites_folder(tmp_path):
-    """A suite's own scoring-policy.json / strength-floors.json win; the corpus-wide files beside the
-    suites folder are the fallback; no policy anywhere is one sentence saying where to put it."""
+def test_the_policy_comes_from_the_suite_else_beside_the_suites_folder(tmp_path):
+    """A suite's own scoring-policy.json wins; the corpus-wide file beside the suites folder is the
+    fallback; no policy anywhere is one sentence saying where to put it."""
     import json
     import shutil
     from pathlib import Path
 
     import pytest
 
-    from evalquality_core.faults import RuntimeFault
-    from flows.contract_strength import floors_of, policy_of
+    from flows.contract_strength import policy_of
 
     project = Path(__file__).resolve().parents[2]
     suites = tmp_path / "suites"
@@ -53,16 +52,8 @@ def test_policy_and_floors_come_from_the_suite_else_beside_the_suites_folder(tmp
     suite = type("S", (), {"directory": suites / "notes"})()
     with pytest.raises(ValueError, match="put one at .*notes/scoring-policy.json"):
         policy_of(suite, suites)
-    assert floors_of(suite, suites) == {}
     corpus_policy = json.loads((project / "corpus" / "scoring-policy.json").read_text())
     (tmp_path / "scoring-policy.json").write_text(json.dumps(corpus_policy))
-    (tmp_path / "strength-floors.json").write_text('{"defect": 0.5}')
     assert policy_of(suite, suites).policy_id == "corpus-policy"
-    assert floors_of(suite, suites) == {"defect": 0.5}
     (suites / "notes" / "scoring-policy.json").write_text(json.dumps({**corpus_policy, "policyId": "suite-policy"}))
-    (suites / "notes" / "strength-floors.json").write_text('{"defect": 0.9, "gameability": 0.25}')
     assert policy_of(suite, suites).policy_id == "suite-policy"
-    assert floors_of(suite, suites) == {"defect": 0.9, "gameability": 0.25}
-    (suites / "notes" / "strength-floors.json").write_text('{"defect": 2}')
-    with pytest.raises(RuntimeFault, match="a floor is a number"):
-        floors_of(suite, suites)
