@@ -41,6 +41,7 @@ from typing import Any
 from prefect import flow
 from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
 from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
@@ -299,6 +300,7 @@ def contract_strength(
     mode: str = "default",
     update_baseline_file: bool = False,
     fail_on_movement: bool = False,
+    suites: list[str] | None = None,
 ) -> StrengthRun:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -319,12 +321,14 @@ def contract_strength(
     pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         scope="suite",
+        suites=suites,
     )
-    suites, load_problems = load_suites(suites_root)
+    only = suites
+    suites, load_problems = load_suites(suites_root, only)
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
@@ -387,7 +391,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     floors = floors_of(suite.directory)
     contract = compile_task(suite.contract)
     return _PreparedSuite(
-        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
+        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
+        contract, seal_task(quote(contract)), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
     )
 
 
@@ -416,7 +422,7 @@ def _submit_scores(
         submitted[key] = score_task.submit(
             suite.name,
             probe["probeId"],
-            prepared.contract,
+            quote(prepared.contract),
             probe,
             trials.records,
             prepared.policy,

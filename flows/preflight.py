@@ -107,9 +107,16 @@ def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Pa
 
 @flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
 def preflight(
-    suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str, mode: str = "default", scope: str = "probe"
+    suites_dir: str,
+    out_dir: str,
+    cache_dir: str,
+    workspaces_dir: str,
+    mode: str = "default",
+    scope: str = "probe",
+    suites: list[str] | None = None,
 ) -> PreflightRun:
-    """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``.
+    """Pre-flight every probe of every suite under ``suites_dir`` (or of the named ``suites`` only: a batch
+    of a fanned-out night); write verdicts under ``out_dir``.
 
     ``scope="probe"`` plans each probe alone (one verdict per probe); ``scope="suite"`` plans each suite
     once over its contract and every probe (one verdict and one fixture digest per suite, row probe
@@ -123,11 +130,11 @@ def preflight(
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     reclaim_workspaces(Path(workspaces_dir))
-    suites, problems = load_suites(Path(suites_dir))
+    loaded, problems = load_suites(Path(suites_dir), suites)
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
     keys: set[str] = set()
     try:
-        planned = _plan_all(suites, failures, scope)
+        planned = _plan_all(loaded, failures, scope)
         futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
         # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
         pending = [(item, _submit_reduce(item, futures)) for item in planned]
@@ -139,7 +146,7 @@ def preflight(
         kill_all_live_groups()
         raise
     release_invocation(invocation)
-    close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
+    close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
     write_artifact(out / "preflight-summary.json", run.to_json())
@@ -183,8 +190,14 @@ def _submit_legs(
             owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(owner, leg.leg_id)),
+                key=leg_key(
+                    leg.request,
+                    item.suite.policy,
+                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
+                    mcp_policy=item.suite.mcp_policy,
+                ),
                 policy=item.suite.policy,
+                mcp_policy=item.suite.mcp_policy,
                 stage=item.suite.stager(owner, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
@@ -223,7 +236,8 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     costs: list[LegFaultCost] = []
     for leg in item.plan.legs:
         try:
-            answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
+            # pop: a collected leg's future (its state and result) is not held until the run ends
+            answers.append(futures.pop((item.suite.name, item.probe_id, leg.leg_id)).result())
         except EvalQualityFault as raised:
             fault = fault or raised
             cost = getattr(raised, "leg_cost", None)
@@ -272,7 +286,7 @@ def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> Preflig
     return preflight.with_options(task_runner=runner)(
         suites_dir=str(settings.suites_dir),
         out_dir=str(settings.out_dir),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
     )

@@ -24,6 +24,7 @@ from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite import load as suite_load
@@ -46,6 +47,8 @@ class Suite:
     policy: CommandTargetPolicy
     #: mutation id (None for the clean system) → digest of the staged system and fixtures.
     staged_digests: Mapping[str | None, str] = field(default_factory=dict)
+    #: The registry's tool servers (``kind = "mcp"`` entries); ``None`` when it registers none.
+    mcp_policy: McpTargetPolicy | None = None
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
@@ -143,7 +146,9 @@ def load_suite(directory: Path) -> Suite:
             text = targets_path.read_text(encoding="utf-8")
         except OSError as problem:
             raise SuiteLoadError(f"{targets_path}: {problem}") from None
-        policy = parse_targets(text, str(targets_path)).to_policy(_substitutions())
+        registry = parse_targets(text, str(targets_path))
+        policy = registry.to_policy(_substitutions())
+        mcp_policy = registry.to_mcp_policy(_substitutions()) if registry.mcp_entries else None
         staged = _staged_digests(directory, probes)
     except EvalQualityFault as fault:
         raise SuiteLoadError(f"{directory.name}: {fault.code}: {fault.artifact_path}: {fault.detail}") from None
@@ -151,14 +156,23 @@ def load_suite(directory: Path) -> Suite:
         raise
     except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
         raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
-    return Suite(directory.name, directory, contract, probes, policy, staged)
+    return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy)
 
 
-def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:
-    """Every suite under ``root``, and a problem for each folder that could not be loaded."""
+def load_suites(root: Path, only: Sequence[str] | None = None) -> tuple[list[Suite], list[SuiteProblem]]:
+    """Every suite under ``root`` (or only those named in ``only``: a batch of a fanned-out night), and a
+    problem for each folder that could not be loaded and each named suite that is not there."""
     suites: list[Suite] = []
     problems: list[SuiteProblem] = []
-    for directory in find_suites(root):
+    found = find_suites(root)
+    if only is not None:
+        names = {directory.name for directory in found}
+        problems.extend(
+            SuiteProblem(name, root / name, f"{root / name}: no such suite (no contract.json)")
+            for name in sorted(set(only) - names)
+        )
+        found = [directory for directory in found if directory.name in set(only)]
+    for directory in found:
         try:
             suites.append(load_suite(directory))
         except SuiteLoadError as problem:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.routing import ProbeRouter
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
 from evalquality_core.artifacts.isolation import IsolationManifest
@@ -78,6 +79,8 @@ INSTRUCTIONS = (
 MODEL_SNAPSHOT = "corpus-reference-evaluator-1"
 EVALUATOR_IDENTITY = "opaque:corpus-reference-evaluator"
 _CHANNELS = ("path", "query", "header", "body", "argument", "option", "environment", "stdin", "arguments")
+#: What runs the plan's requests: the suite's router (cli and mcp), or a command-line adapter.
+Adapter = ProbeRouter | CommandLineAdapter
 
 
 def _operations(contract: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str, Any]]]:
@@ -88,9 +91,19 @@ def _operations(contract: Mapping[str, Any]) -> dict[str, tuple[str, Mapping[str
     return found
 
 
+def _kinds(contract: Mapping[str, Any]) -> dict[str, str]:
+    return {interface["logicalId"]: interface["kind"] for interface in contract["permittedInterfaces"]}
+
+
+#: Where a ``captured`` binding stands in a request until its step runs (then it is resolved).
+_CAPTURED = "$captured"
+
+
 def _bound_value(suite_name: str, step: Mapping[str, Any], channel: str, key: str, binding: Mapping[str, Any], choices: Any) -> Any:
     if "literal" in binding:
         return binding["literal"]
+    if "captured" in binding and channel == "arguments":
+        return {_CAPTURED: binding["captured"]}
     if "matcher" in binding:
         try:
             return choices[step["stepId"]][channel][key]
@@ -103,8 +116,10 @@ def _bound_value(suite_name: str, step: Mapping[str, Any], channel: str, key: st
 
 
 def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
-    """One cli request per plan step, in plan order: ``[(step, request wire), ...]``."""
+    """One request per plan step, in plan order: ``[(step, request wire), ...]`` (a cli request, or an
+    mcp tool call when the step's interface is a tool server)."""
     operations = _operations(suite.contract)
+    kinds = _kinds(suite.contract)
     seen: set[str] = set()
     out: list[tuple[Mapping[str, Any], dict[str, Any]]] = []
     for number, step in enumerate(suite.contract["interactionPlan"], start=1):
@@ -112,6 +127,20 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
             raise EvaluatorError(f'{suite.name}: step "{step["stepId"]}" must come after "{step["after"]}" in plan order')
         seen.add(step["stepId"])
         interface_id, operation = operations[step["operationId"]]
+        if kinds.get(interface_id) == "mcp":
+            arguments = {
+                key: _bound_value(suite.name, step, "arguments", key, binding, suite.choices)
+                for key, binding in (step["inputBinding"].get("arguments") or {}).items()
+            }
+            out.append((step, {
+                "kind": "mcp",
+                "probeId": f"obs-{number:03d}",
+                "interfaceId": interface_id,
+                "operationId": step["operationId"],
+                "toolName": operation["toolName"],
+                "channels": {"arguments": arguments},
+            }))
+            continue
         channels: dict[str, Any] = {"argument": {}, "option": {}, "environment": {}}
         stdin: dict[str, Any] = {}
         for channel in ("argument", "option", "environment", "stdin"):
@@ -132,7 +161,34 @@ def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, A
     return out
 
 
+def _tool_observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    """An mcp answer as a sealed-run-record observation (preflight-adapter.md §2.2, 2.0.0 CHANGELOG):
+    the result is the response body, ``responseStatus`` is 1 when the tool answered isError, else 0."""
+    call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
+    call_inputs["arguments"] = dict(request["channels"]["arguments"]) or None
+    call_inputs["bodyEncoding"] = None  # record 8 (6.0.0): a tool call sends no raw body
+    result = answer["result"]
+    return {
+        "observationId": f"obs-{number:03d}",
+        "sequence": number,
+        "interfaceId": request["interfaceId"],  # record 7 (5.0.0): the (interfaceId, operationId) pair
+        "operationId": step["operationId"],
+        "provenance": "baseline" if baseline else "evaluator-chosen",
+        "principal": None,
+        "callInputs": call_inputs,
+        "responseBody": result["value"] if result["kind"] in ("json", "text") else None,
+        "responseHeaders": None,
+        "responseStatus": 1 if answer["isError"] else 0,
+        "stdout": {"kind": "absent"},
+        "stderr": {"kind": "absent"},
+        "exitCode": answer.get("exitCode"),
+        "artifacts": {},
+    }
+
+
 def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any], answer: Mapping[str, Any], baseline: bool) -> dict[str, Any]:
+    if request["kind"] == "mcp":
+        return _tool_observation(number, step, request, answer, baseline)
     channels = request["channels"]
     call_inputs: dict[str, Any] = {name: None for name in _CHANNELS}
     for name in ("argument", "option", "environment"):
@@ -157,22 +213,46 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
     }
 
 
-def run_plan(suite: Suite, workspace_root: Path, adapter: CommandLineAdapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run_plan(suite: Suite, workspace_root: Path, adapter: Adapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The harness half: send every plan step through our adapter in ``workspace_root``.
 
     Returns ``(requests, observations)``; observations are in the sealed-run-record shape.
     """
     adapter = adapter or adapter_for(suite)
     requests, observations = [], []
-    for number, (step, request) in enumerate(requests_for_plan(suite), start=1):
+    by_step: dict[str, dict[str, Any]] = {}
+    for number, (step, planned) in enumerate(requests_for_plan(suite), start=1):
+        request = _fill_captured(planned, by_step)
         answer = as_wire(adapter.probe(request, workdir=workspace_root))
         requests.append(request)
         observations.append(_observation(number, step, request, answer, step["stepId"] in suite.baseline_steps))
+        by_step[step["stepId"]] = observations[-1]
     return requests, observations
 
 
+def _fill_captured(request: dict[str, Any], by_step: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Resolve a tool call's ``captured`` arguments over the observations of the steps already run
+    (``/interactions/<step>/<channel>/…``). A value the earlier answer does not hold is left out, so
+    the call goes without it and the server's answer to that is the observation."""
+    if request["kind"] != "mcp":
+        return request
+    arguments: dict[str, Any] = {}
+    for key, value in request["channels"]["arguments"].items():
+        if not (isinstance(value, dict) and set(value) == {_CAPTURED}):
+            arguments[key] = value
+            continue
+        parsed = parse_evidence_pointer(value[_CAPTURED])
+        source = None if parsed is None else by_step.get(parsed.step_id)
+        if parsed is None or source is None:
+            continue
+        found = walk(channel_root(source, parsed.channel, parsed.sub), parsed.tokens)
+        if found is not ABSENT:
+            arguments[key] = as_wire(found)
+    return {**request, "channels": {"arguments": arguments}}
+
+
 def run_staged(
-    suite: Suite, mutation: Mutation | None, adapter: CommandLineAdapter | None = None, *, system_source: Path | None = None
+    suite: Suite, mutation: Mutation | None, adapter: Adapter | None = None, *, system_source: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Stage a fresh workspace (clean or mutated), run the plan in it, remove it.
 
@@ -204,6 +284,12 @@ def _projection(observation: Mapping[str, Any], channel: str) -> str | None:
         return None
     if channel == "call-inputs":
         return canonical_bytes(observation["callInputs"]).decode("utf-8")
+    if channel == "response-body":
+        body = observation.get("responseBody")
+        return None if body is None else canonical_bytes(body).decode("utf-8")
+    if channel == "response-status":
+        status = observation.get("responseStatus")
+        return None if status is None else str(status)
     return None
 
 
@@ -212,12 +298,12 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
     quotes: list[dict[str, Any]] = []
     for pointer in pointers:
         parsed = parse_evidence_pointer(pointer)
-        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code"):
+        if parsed is None or parsed.channel not in ("stdout", "stderr", "call-inputs", "exit-code", "response-body", "response-status"):
             continue
         projection = _projection(observation, parsed.channel)
         if projection is None:
             continue
-        if parsed.channel == "exit-code":
+        if parsed.channel in ("exit-code", "response-status"):
             candidates = [projection]
         else:
             root = channel_root(observation, parsed.channel, parsed.sub)
@@ -236,6 +322,8 @@ def _quotes_for(observation: Mapping[str, Any], pointers: Sequence[str]) -> list
                 break
     if not quotes and observation["exitCode"] is not None:
         quotes.append({"quote": str(observation["exitCode"]), "channel": "exit-code", "artifactId": None})
+    elif not quotes and observation.get("responseStatus") is not None:  # a tool call: its error flag
+        quotes.append({"quote": str(observation["responseStatus"]), "channel": "response-status", "artifactId": None})
     return quotes
 
 
@@ -277,7 +365,11 @@ def judge(contract: Mapping[str, Any], observations: Sequence[Mapping[str, Any]]
         for step_selection in selection.selections:
             if step_selection.bound is not None and step_selection.bound["observationId"] not in cited:
                 cited.append(step_selection.bound["observationId"])
-        disposition = {"true": "held", "false": "violated"}.get(resolution, "not-attempted")
+        # An expects-violation oracle's check states the failure: it resolving true is the violation.
+        flipped = oracle.get("polarity") == "expects-violation"
+        disposition = {"true": "violated" if flipped else "held", "false": "held" if flipped else "violated"}.get(
+            resolution, "not-attempted"
+        )
         notes = {
             "held": "The check resolved true over the cited observations.",
             "violated": "The check resolved false over the cited observations.",
@@ -325,7 +417,9 @@ def seal_brief_digest(contract: Mapping[str, Any]) -> str:
 
 def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     """The evaluator configuration every trial of the suite declares (no trial index: trials pool)."""
-    tools = sorted({" ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
+    # A command is named with its subcommand path, a tool by its tool name.
+    tools = sorted({op["toolName"] if interface["kind"] == "mcp"
+                    else " ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
                     for interface in suite.contract["permittedInterfaces"] for op in interface["operations"]})
     value = {
         "schemaVersion": EvaluatorConfiguration.WRITTEN_SCHEMA_VERSION,
@@ -350,7 +444,7 @@ def _write(path: Path, value: Any) -> None:
     path.write_bytes(serialize_artifact(value))
 
 
-def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, *, adapter: CommandLineAdapter | None = None,
+def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, *, adapter: Adapter | None = None,
                 contract: Mapping[str, Any] | None = None, reference_root: Path | None = None) -> dict[str, Any]:
     """Run one trial of ``probe_id`` and write record, manifest, configuration and actions into ``trial_dir``.
 
@@ -373,7 +467,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     actions = trial_dir / "actions.jsonl"
     actions.write_text("".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests), encoding="utf-8")
     resource_use = {"toolCalls": len(requests), "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
-    tools = [" ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
+    tools = [r["toolName"] if r["kind"] == "mcp" else " ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
     manifest = {
         "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,
@@ -431,7 +525,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
 class StagingPort:
     """A probe port for one probe's pre-flight: every leg in a fresh workspace (harness.md A.7)."""
 
-    def __init__(self, suite: Suite, probe: Mapping[str, Any], adapter: CommandLineAdapter) -> None:
+    def __init__(self, suite: Suite, probe: Mapping[str, Any], adapter: Adapter) -> None:
         self.suite, self.probe_wire, self.adapter = suite, probe, adapter
 
     def probe(self, request: Any) -> Any:
@@ -445,7 +539,7 @@ class StagingPort:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def preflight_probe(suite: Suite, probe_id: str, adapter: CommandLineAdapter | None = None) -> dict[str, Any]:
+def preflight_probe(suite: Suite, probe_id: str, adapter: Adapter | None = None) -> dict[str, Any]:
     """A real pre-flight of one probe through our adapter, one staged workspace per leg."""
     adapter = adapter or adapter_for(suite)
     probe = suite.probes[probe_id]

@@ -107,6 +107,12 @@ def resolve_oracles(contract: Mapping[str, Any], observations: Sequence[Mapping[
 
 
 def _home_operation(contract: Mapping[str, Any], signature: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "toolName" in signature:  # an mcp signature names its home operation by its tool
+        for interface in contract["permittedInterfaces"]:
+            for operation in interface["operations"]:
+                if interface["kind"] == "mcp" and operation.get("toolName") == signature["toolName"]:
+                    return operation
+        raise GenerationError(f"the defect signature's tool {signature['toolName']!r} names no operation of the contract")
     wanted = [signature["invocation"]["executable"], *signature["invocation"]["subcommandPath"]]
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:
@@ -314,7 +320,9 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         _expect(mutation is None, f"clean control {probe_id} must not declare a mutation")
         _, observations, digest = run_staged(suite, None, adapter)
         baseline = evidence_document(suite, probe, "baseline", None, observations, digest, oracle["id"])
-        failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != "true")
+        # An expects-violation oracle's check states the failure: it holds when the check resolves false.
+        violation = {o["id"] for o in suite.contract["oracles"] if o.get("polarity") == "expects-violation"}
+        failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != ("false" if k in violation else "true"))
         _expect(not failing, f"clean control {probe_id}: oracles {', '.join(failing)} do not hold on the clean system")
         data = pretty(baseline)
         out.files[evidence_dir / "baseline.json"] = data

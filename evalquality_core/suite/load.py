@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.adapters.routing import ProbeRouter
 from evalquality_core.artifacts.base import read_artifact
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
@@ -355,7 +357,12 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite) -> CommandLineAdapter:
-    """Our command-line adapter under the suite's target registry, the interpreter filled in."""
+def adapter_for(suite: Suite) -> ProbeRouter:
+    """Our adapters under the suite's target registry, the interpreter filled in: the command-line
+    adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
-    return CommandLineAdapter(registry.to_policy({"python": sys.executable}))
+    values = {"python": sys.executable}
+    return ProbeRouter({
+        "cli": CommandLineAdapter(registry.to_policy(values)),
+        "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),
+    })

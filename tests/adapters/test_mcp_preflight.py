@@ -43,11 +43,8 @@ def mutation_for(probe_id: str) -> dict[str, Any]:
 
 
 def stage(destination: Path, mutation: dict[str, Any] | None = None) -> Path:
-    """A workspace as the suite's staging lays it out (system/ beside work/, the fixture in work/).
-
-    Staged by hand: the suite folder gets its contract (and so becomes a suite the loaders pick up)
-    once the mcp contract shape compiles; until then ``stage_workspace`` refuses the folder.
-    """
+    """A workspace as the suite's staging lays it out (system/ beside work/, the fixture in work/),
+    staged by hand so these tests check the server and the adapter, not the staging code."""
     shutil.copytree(SUITE / "system", destination / "system")
     shutil.copytree(SUITE / "fixtures" / "alpha-beta-notes", destination / "work")
     if mutation is not None:

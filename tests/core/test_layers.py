@@ -22,6 +22,8 @@ WORLD_MODULES = {
     "tempfile",
     "pathlib",
     "socket",
+    "httpx",
+    "httpcore",
     "select",
     "selectors",
     "threading",

@@ -89,7 +89,8 @@ def create_note(title: Any, body: Any = "") -> CallToolResult:
     note = {"id": note_id_for(store, title), "title": title, "body": body, "filedAt": f"2026-01-01T00:00:{store['clock']:02d}Z"}
     store["notes"].append(note)
     save(store)
-    return answer({"ok": True, "noteId": note["id"], "filedAt": note["filedAt"]})
+    # The receipt counts the notes as the store now holds them on disk (read back, not remembered).
+    return answer({"ok": True, "noteId": note["id"], "filedAt": note["filedAt"], "noteCount": len(load()["notes"])})
 
 
 if __name__ == "__main__":
