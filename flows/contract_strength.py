@@ -34,7 +34,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from evalquality_core.canonical import (
 )
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
+from evalquality_core.suite.load import suite_file_or_fallback
 from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
 from flows.output import write_artifact
 from flows.preflight import SUITE_ROW, preflight
@@ -176,11 +177,14 @@ def load_trials(directory: Path) -> TrialSet:
 
 
 def policy_of(suite: Suite, suites_dir: Path) -> Any:
-    """The suite's own ``scoring-policy.json``, else the corpus's (beside the suites folder)."""
-    for path in (suite.directory / POLICY_FILE, suites_dir.parent / POLICY_FILE):
-        if path.is_file():
-            return _read(ScoringPolicy, path)
-    raise ValueError(f"no {POLICY_FILE} in {suite.directory} or {suites_dir.parent}")
+    """The suite's own ``scoring-policy.json``, else the corpus-wide one beside the suites folder."""
+    path = suite_file_or_fallback(suite.directory, POLICY_FILE, suites_dir.parent)
+    if path is None:
+        raise ValueError(
+            f"no scoring policy: put one at {suite.directory / POLICY_FILE} (the suite's own; "
+            f"`eval-quality suite init` writes one) or a corpus-wide one at {suites_dir.parent / POLICY_FILE}"
+        )
+    return _read(ScoringPolicy, path)
 
 
 def floors_of(directory: Path) -> dict[str, float]:
@@ -611,20 +615,24 @@ def _gate(
     out: Path, documents: Mapping[str, SuiteStrength], problems: Mapping[str, str], baseline_path: Path, update: bool
 ) -> GateResult:
     schema_failures = check_written(out, documents)
+    notes: list[str] = []
     if update and not problems and not schema_failures:
         update_baseline(baseline_path, documents.values())
+        notes.append(f"baseline rewritten: {baseline_path}")
+    elif update:
+        notes.append(f"baseline NOT rewritten ({baseline_path}): this run could not measure every suite")
     try:
         recorded = read_baseline(baseline_path)
     except EvalQualityFault as fault:
-        return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"])
-    return compare_with_baseline(
+        return GateResult(2, [], [*problems.values(), f"baseline unreadable: {fault}"], notes)
+    return replace(compare_with_baseline(
         documents,
         recorded,
         could_not_run=problems,
         schema_failures=schema_failures,
         complete=True,
         baseline_name=str(baseline_path),
-    )
+    ), notes=notes)
 
 
 def _cost_record(pre: PreflightRun, counts: RunCounts) -> dict[str, Any]:

@@ -114,10 +114,13 @@ class GateResult:
     exit_code: int
     moves: list[Move] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: What the gate did besides comparing (``baseline rewritten: <file>``), said first.
+    notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        """Human lines for the summary: problems first, then every move, or the all-matched sentence."""
-        out = [f"could not measure: {p}" for p in self.problems]
+        """Human lines for the summary: what it did, problems, then every move, or the all-matched sentence."""
+        out = list(self.notes)
+        out += [f"could not measure: {p}" for p in self.problems]
         out += [m.describe() for m in self.moves]
         if self.exit_code == EXIT_MATCHED:
             out.append("every probe matched the outcome the baseline records")
@@ -314,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ENVIRONMENT
     if args.update_baseline:
         update_baseline(baseline_path, documents.values())
+        print(f"baseline rewritten: {baseline_path}")
     try:
         recorded = read_baseline(baseline_path)
     except RuntimeFault as fault:

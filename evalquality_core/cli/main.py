@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evalquality_core.cli.compile_commands",
     "evalquality_core.cli.score_commands",
     "evalquality_core.cli.probe_command",
+    "evalquality_core.cli.suite_commands",
+    "evalquality_core.cli.explain_command",
     "evalquality_core.cli.migrate_command",
 )
 

@@ -60,6 +60,7 @@ from evalquality_core.suite.load import (
     read_suite_settings,
     tree_digest,
 )
+from evalquality_core.suite.staging import refuse_links
 
 
 class GenerationError(SuiteError):
@@ -190,6 +191,7 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
+        refuse_links(suite.root / "system")  # the copy would follow a link; staging then could not see it
         shutil.copytree(suite.root / "system", system)
         original_digest = tree_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
@@ -211,10 +213,93 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+#: Stands for a digest the generator has not computed yet (replaced before anything is written).
+_PENDING_DIGEST = "sha256:" + "0" * 64
+_PENDING_REFERENCE = {"storage": "public", "path": "pending", "privateRef": None, "digest": _PENDING_DIGEST}
+#: The derived fields of each qualification route: what the generator writes, never the author.
+DERIVED_QUALIFICATION_FIELDS: dict[str, dict[str, Any]] = {
+    "controlled-mutation": {
+        "mutationSource": "pending",
+        "mutationOperator": "pending",
+        "targetArtifact": _PENDING_REFERENCE,
+        "baselinePassEvidence": _PENDING_REFERENCE,
+        "mutatedFailEvidence": _PENDING_REFERENCE,
+        "rollbackVerified": False,
+    },
+    "gameability": {
+        "naiveOracleSatisfiedEvidence": _PENDING_REFERENCE,
+        "disciplinedOracleRejectedEvidence": _PENDING_REFERENCE,
+    },
+    "clean-control": {"baselinePassEvidence": _PENDING_REFERENCE, "revisionCommitDigest": _PENDING_DIGEST},
+}
+#: The derived top-level fields of a probe (the lineage stamp defaults too, for a first generation).
+DERIVED_PROBE_FIELDS: dict[str, Any] = {
+    "systemId": "pending",
+    "implementationDigest": _PENDING_DIGEST,
+    "artifactDigest": _PENDING_DIGEST,
+    "commitDigest": _PENDING_DIGEST,
+}
+
+
+def default_route(probe: Mapping[str, Any]) -> str:
+    """The qualification route a suite probe takes: clean control, gameability, else controlled mutation."""
+    if probe.get("expectedClean") is True:
+        return "clean-control"
+    return "gameability" if probe.get("probeClass") == "gameability" else "controlled-mutation"
+
+
+def with_derived_placeholders(value: Any) -> Any:
+    """A hand-written probe with every derived field it lacks filled by a placeholder.
+
+    An author writes only the authored fields (README "Bring your own system"): ``probeId``,
+    ``probeClass``, ``behaviorId``, ``expectedClean``, ``rationale``, ``defects`` (without
+    ``oracleEvidence``), ``defectSignature`` and the qualification's prose (``expectedObservableFailure``,
+    ``degenerateResponse`` or ``noKnownDefectStatement``). The stamp (``schemaVersion``, ``parentDigest``,
+    ``revisionCount``), ``qualification.route`` and every derived field are filled here; the generator
+    then computes the real values. A field the author did write is kept.
+    """
+    if not isinstance(value, dict):
+        return value
+    probe = {"schemaVersion": Probe.WRITTEN_SCHEMA_VERSION, "parentDigest": None, "revisionCount": 0,
+             **DERIVED_PROBE_FIELDS, **value}
+    qualification = probe.get("qualification")
+    if qualification is None:
+        qualification = {}
+    if isinstance(qualification, dict):
+        route = qualification.get("route", default_route(probe))
+        probe["qualification"] = {"route": route, **DERIVED_QUALIFICATION_FIELDS.get(route, {}), **qualification}
+    if isinstance(probe.get("defects"), list):
+        probe["defects"] = [
+            {"oracleEvidence": [], **defect} if isinstance(defect, dict) else defect for defect in probe["defects"]
+        ]
+    return probe
+
+
+def check_authored_probe(probe: Any, path: Path) -> None:
+    """Refuse a probe that does not read as a Probe, naming EVERY missing or wrong field (one line)."""
+    from pydantic import ValidationError
+
+    from evalquality_core.artifacts.base import _error_path
+
+    try:
+        read_artifact(Probe, probe, "Probe")
+    except (StructuralFailure, RuntimeFault) as fault:
+        problems = [f"{fault.artifact_path}: {fault.detail}"]
+        if fault.code == "schema-parse-failure":
+            try:
+                Probe.model_validate(probe, by_alias=True, by_name=False)
+            except ValidationError as exc:
+                problems = [f"{_error_path('Probe', tuple(e['loc']), probe)}: {e['msg']}" for e in exc.errors()]
+            except Exception:  # noqa: BLE001 — the first line is still the answer
+                pass
+        count = f" ({len(problems)} problems)" if len(problems) > 1 else ""
+        raise GenerationError(f"{path}: {fault.code}: " + "; ".join(problems) + count) from None
+
+
 def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
     """Check one probe, produce its evidence and its updated probe bytes into ``out``."""
-    probe = read_suite_json(probe_path)
-    read_artifact(Probe, probe, f"Probe[probeId={probe.get('probeId')}]")
+    probe = with_derived_placeholders(read_suite_json(probe_path))
+    check_authored_probe(probe, probe_path)
     probe_id = probe["probeId"]
     if probe_path.stem != probe_id:
         raise GenerationError(f"{probe_path.name} holds probe {probe_id}; one probe per file, named after its id")
@@ -330,7 +415,7 @@ def generate_suite(name: str | Path, out: Output, jobs: int | None = None) -> No
     """Check and generate every probe of one suite into ``out`` (``jobs`` probes at a time; default: CPUs)."""
     from evalquality_core.compile.pipeline import compile_contract
 
-    suite = load_suite(name)
+    suite = load_suite(name, probes=False)
     try:
         compile_contract(suite.contract)
     except (StructuralFailure, RuntimeFault) as failure:

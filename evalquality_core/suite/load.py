@@ -3,8 +3,9 @@
 A suite is any folder holding ``contract.json`` (harness.md A.1–A.3): ``suite.toml`` (the system id and
 where each fixture set lands under ``work/``), ``system/``, ``fixtures/``, ``targets.toml`` (the target
 registry), ``evaluator.json`` (the reference evaluator's choices), ``probes/P-*.json``, ``mutations/*.json``
-and, once generated, ``evidence/`` and ``trials/``. Optionally ``scoring-policy.json`` and
-``strength-floors.json`` (the suite's own; a corpus-wide file beside the suites folder is the fallback).
+and, once generated, ``evidence/`` and ``trials/``. Optionally ``scoring-policy.json`` (the suite's own; a
+corpus-wide file beside the suites folder is the fallback) and a ``[floors]`` table in ``suite.toml``
+(per-class strength floors).
 
 **Every reference a suite stores is a '/'-separated path relative to the suite folder itself**
 (:func:`suite_relative`, :func:`public_reference`), so a suite can be moved, copied or kept in another
@@ -36,8 +37,6 @@ from evalquality_core.probe.targets import parse_targets
 CONTRACT_FILE = "contract.json"
 #: A suite's own scoring policy; the corpus-wide fallback is the same name beside the suites folder.
 POLICY_FILE = "scoring-policy.json"
-#: A suite's own strength floors (harness.md A.5); the same fallback rule as the policy.
-FLOORS_FILE = "strength-floors.json"
 #: What belongs to a suite's evaluation corpus: digested into its corpus digest (:func:`corpus_digest`).
 CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
 
@@ -189,7 +188,18 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
     for fixture_set, place in settings["fixtures"].items():
         if not isinstance(place, str):
             raise StagingError(f"{path}: fixtures.{fixture_set} must be a path under work/ (a string)")
+        if not stays_inside(place):
+            raise StagingError(f"{path}: fixtures.{fixture_set} = {place!r} leaves work/ (absolute, or a '..' segment)")
+        if "/" in fixture_set or "\\" in fixture_set or fixture_set in ("", ".", ".."):
+            raise StagingError(f"{path}: fixture set {fixture_set!r} must be the name of a folder under fixtures/")
     return settings
+
+
+def stays_inside(relative: str) -> bool:
+    """Whether a '/'-separated path from a suite file stays inside the folder it is joined to (a suite is
+    hostile input too: ``../../x`` or ``/etc`` would let staging write or read outside the workspace)."""
+    parts = relative.replace("\\", "/").split("/")
+    return not relative.startswith(("/", "\\")) and ".." not in parts and ":" not in parts[0]
 
 
 def load_mutations(suite: str | Path) -> dict[str, Mutation]:
@@ -214,8 +224,8 @@ def load_mutations(suite: str | Path) -> dict[str, Mutation]:
             naive_check=data.get("naiveCheck"),
             source_path=path,
         )
-        if not mutation.target.startswith("system/"):
-            raise StagingError(f"{path}: a mutation's target must be a file under system/")
+        if not mutation.target.startswith("system/") or not stays_inside(mutation.target):
+            raise StagingError(f"{path}: a mutation's target must be a file under system/ (no '..' segment)")
         if mutation.probe_id in mutations:
             raise StagingError(f"{path}: probe {mutation.probe_id} already has a mutation")
         mutations[mutation.probe_id] = mutation

@@ -77,6 +77,14 @@ def mutation_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str) -> M
     return None
 
 
+def refuse_links(directory: Path) -> None:
+    """Refuse a symlink anywhere in what is staged: copying would follow it and put whatever it names on
+    the host into the workspace (a suite is untrusted input like the system it holds)."""
+    for path in [directory, *directory.rglob("*")]:
+        if path.is_symlink():
+            raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
+
+
 def stage_workspace(
     suite: str | Path, destination: Path, mutation: Mutation | None = None, *, system_source: Path | None = None
 ) -> StagedWorkspace:
@@ -95,6 +103,7 @@ def stage_workspace(
     work_dir = destination / "work"
     if not (system_source or source / "system").is_dir():
         raise StagingError(f"{system_source or source / 'system'}: the system to stage is not a directory")
+    refuse_links(system_source or source / "system")
     shutil.copytree(system_source or source / "system", system_dir, symlinks=False)
     if mutation is not None:
         target = destination / mutation.target
@@ -106,7 +115,8 @@ def stage_workspace(
         fixture = source / "fixtures" / fixture_set
         if not fixture.is_dir():
             raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
-        shutil.copytree(fixture, (work_dir / place).resolve(), dirs_exist_ok=True, symlinks=False)
+        refuse_links(fixture)
+        shutil.copytree(fixture, work_dir / place, dirs_exist_ok=True, symlinks=False)
     return StagedWorkspace(
         root=destination,
         system_dir=system_dir,

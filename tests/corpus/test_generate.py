@@ -102,3 +102,45 @@ def test_a_mutation_the_oracle_cannot_see_fails_the_generator(tmp_path: Path) ->
     path.write_text(__import__("json").dumps(declared))
     with pytest.raises(GenerationError, match="resolves true under the mutation, not false"):
         generate_suite(str(suite), Output())
+
+
+#: What the generator derives (README "Bring your own system", step "probes"): an author never writes these.
+DERIVED_TOP = ("schemaVersion", "parentDigest", "revisionCount", "systemId", "implementationDigest", "artifactDigest", "commitDigest")
+DERIVED_QUALIFICATION = ("route", "mutationSource", "mutationOperator", "targetArtifact", "baselinePassEvidence",
+                         "mutatedFailEvidence", "rollbackVerified", "naiveOracleSatisfiedEvidence",
+                         "disciplinedOracleRejectedEvidence", "revisionCommitDigest")
+
+
+def _authored_only(probe: dict) -> dict:
+    authored = {k: v for k, v in probe.items() if k not in DERIVED_TOP}
+    authored["qualification"] = {k: v for k, v in probe["qualification"].items() if k not in DERIVED_QUALIFICATION}
+    authored["defects"] = [{k: v for k, v in d.items() if k != "oracleEvidence"} for d in probe["defects"]]
+    return authored
+
+
+def test_probes_with_only_their_authored_fields_are_completed_to_the_stored_bytes(tmp_path: Path) -> None:
+    """The generator fills every derived field: a copy of the notes suite whose probes hold only the
+    hand-written fields generates exactly the committed probes (references are relative to the suite)."""
+    suite = _copy_suite(tmp_path)
+    for path in sorted((suite / "probes").glob("P-*.json")):
+        path.write_text(__import__("json").dumps(_authored_only(read(path)), indent=1))
+    out = Output()
+    generate_suite(suite, out, jobs=2)
+    for probe_id in probe_ids("notes"):
+        produced = out.files[suite / "probes" / f"{probe_id}.json"]
+        assert produced == (SUITES / "notes" / "probes" / f"{probe_id}.json").read_bytes(), probe_id
+
+
+def test_an_invalid_probe_names_every_missing_or_wrong_field(tmp_path: Path) -> None:
+    suite = _copy_suite(tmp_path)
+    path = suite / "probes" / "P-001.json"
+    probe = _authored_only(read(path))
+    del probe["rationale"], probe["behaviorId"], probe["qualification"]["expectedObservableFailure"]
+    probe["probeClass"] = "defekt"
+    path.write_text(__import__("json").dumps(probe))
+    with pytest.raises(GenerationError) as raised:
+        generate_suite(suite, Output())
+    message = str(raised.value)
+    assert "\n" not in message and "more)" not in message
+    for field_ in ("Probe.rationale", "Probe.behaviorId", "Probe.qualification.expectedObservableFailure", "Probe.probeClass"):
+        assert field_ in message, (field_, message)

@@ -168,3 +168,30 @@ def test_stored_trials_are_what_the_reference_evaluator_writes(suite: str, probe
     assert names == ["actions.jsonl", "evaluator-configuration.json", "isolation-manifest.json", "sealed-run-record.json"]
     for name in names:
         assert (tmp_path / relative / name).read_bytes() == (stored / name).read_bytes(), name
+
+
+def test_the_notes_contract_leaves_no_coverage_gap() -> None:
+    """The notes suite is the corpus's worked PASS (README "Coverage rules"): its contract satisfies every
+    AD-20 rule, so nothing but a caught or missed defect decides its verdicts."""
+    from evalquality_core.coverage.coverage import coverage_gaps
+
+    assert [gap.to_wire()["rule"] for gap in coverage_gaps(read(SUITES / "notes" / "contract.json"))] == []
+
+
+@pytest.mark.parametrize("probe_id", probe_ids("notes"))
+def test_every_notes_probe_scores_pass(probe_id: str) -> None:
+    run = score_stored("notes", probe_id)
+    artifact = as_wire(run.artifact)
+    assert (artifact["contractVerdict"], artifact["verdictBasis"], run.ladder.exit_code) == ("PASS", [], 0)
+
+
+@pytest.mark.parametrize("suite", ["review", "trace"])
+def test_the_other_suites_keep_their_coverage_gaps_and_so_score_concerns(suite: str) -> None:
+    """Non-vacuity of the PASS above: a contract with gaps at or above the floor scores CONCERNS."""
+    from evalquality_core.coverage.coverage import coverage_gaps
+
+    assert coverage_gaps(read(SUITES / suite / "contract.json"))
+    clean = [p for p in probe_ids(suite) if read(SUITES / suite / "probes" / f"{p}.json")["expectedClean"]]
+    artifact = as_wire(score_stored(suite, clean[0]).artifact)
+    assert artifact["contractVerdict"] == "CONCERNS"
+    assert any(line.startswith("coverage gap ") for line in artifact["verdictBasis"])

@@ -70,3 +70,39 @@ def test_only_a_probes_fault_leg_runs_against_its_mutation(tmp_path: Path) -> No
     assert mutation_for_leg(SUITES / "notes", probe, "preflight-control-observe") is None
     leg = stage_for_leg(SUITES / "notes", probe, "silent-write-leg", tmp_path / "leg")
     assert leg.mutation_id == "store-write-deletion"
+
+
+def _suite_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    suite = tmp_path / "notes"
+    shutil.copytree(SUITES / "notes", suite, ignore=shutil.ignore_patterns("trials", "evidence"))
+    return suite
+
+
+@pytest.mark.parametrize("place", ["../escaped", "/tmp/escaped", "a/../../escaped"])
+def test_a_fixture_placed_outside_work_is_refused(tmp_path: Path, place: str) -> None:
+    suite = _suite_copy(tmp_path)
+    settings = suite / "suite.toml"
+    settings.write_text(settings.read_text().replace('three-notes = "."', f'three-notes = "{place}"'))
+    with pytest.raises(StagingError, match="leaves work/"):
+        stage_workspace(suite, tmp_path / "ws")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_a_mutation_target_outside_the_system_is_refused(tmp_path: Path) -> None:
+    suite = _suite_copy(tmp_path)
+    path = suite / "mutations" / "store-write-deletion.json"
+    path.write_text(path.read_text().replace('"system/notes.py"', '"system/../suite.toml"'))
+    with pytest.raises(StagingError, match="under system/"):
+        load_mutations(suite)
+
+
+def test_a_symlink_in_a_fixture_is_refused_not_followed(tmp_path: Path) -> None:
+    suite = _suite_copy(tmp_path)
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("not for the workspace")
+    (suite / "fixtures" / "three-notes" / "peek.txt").symlink_to(secret)
+    with pytest.raises(StagingError, match="symlink"):
+        stage_workspace(suite, tmp_path / "ws")
+    assert not any(p.name == "peek.txt" for p in (tmp_path / "ws").rglob("*")) if (tmp_path / "ws").exists() else True

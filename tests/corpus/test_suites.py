@@ -143,3 +143,27 @@ def test_every_stored_reference_is_relative_to_the_suite_folder_and_verifies(sui
         assert not str(ref["path"]).startswith(("/", "corpus/")) and ".." not in str(ref["path"]).split("/"), (path, ref)
         assert target.is_file(), (path, ref["path"])
         assert digest_bytes(target.read_bytes()) == ref["digest"], (path, ref["path"])
+
+
+def test_the_readme_explains_every_coverage_rule_with_the_corpus_example() -> None:
+    """README "Coverage rules" holds one paragraph per AD-20 rule, the same words `eval-quality explain` prints."""
+    from evalquality_core.coverage.explanations import EXPLANATIONS
+    from evalquality_core.coverage.rules import COVERAGE_RULES
+
+    assert [row.rule for row in EXPLANATIONS] == [rule.id for rule in COVERAGE_RULES]
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    for row in EXPLANATIONS:
+        assert f"**`{row.rule}`** — {row.summary}" in readme, row.rule
+        assert " ".join(row.example.split()) in readme, row.rule
+
+
+def test_the_suite_init_starter_is_the_notes_suite_cut_to_one_probe_per_class() -> None:
+    """``eval-quality suite init`` ships the notes suite's system, fixture, contract and evaluator choices,
+    so the starter stays exactly as strong as the corpus's PASS suite (restamp both together)."""
+    from evalquality_core.suite.init import STARTER
+
+    notes = SUITES / "notes"
+    for name in ("contract.json", "evaluator.json", "system/notes.py", "fixtures/three-notes/notes.json"):
+        assert (STARTER / name).read_bytes() == (notes / name).read_bytes(), name
+    classes = sorted(read(p)["probeClass"] for p in (STARTER / "probes").glob("P-*.json"))
+    assert classes == ["defect", "gameability", "zero-action"]

@@ -183,12 +183,12 @@ def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
     result = run(corpus, tmp_path / "out")
     assert result.exit_code == 1, result.summary_lines()
     # One trial of three missed: the probe is still caught (2/3 > catchThreshold), so the floor holds.
-    assert result.gate.lines() == ["notes P-001: verdict moved CONCERNS -> FAIL"]
+    assert result.gate.lines() == ["notes P-001: verdict moved PASS -> FAIL"]
     # The flow run itself ended Failed, with one line naming what moved (no traceback).
     night = json.loads((tmp_path / "out" / HISTORY_FILE).read_text())["nights"][-1]
     state = _flow_run_state(night["flowRunId"])
     assert (state.type.value, state.message) == (
-        "FAILED", "contract strength gate exit 1: notes P-001: verdict moved CONCERNS -> FAIL"
+        "FAILED", "contract strength gate exit 1: notes P-001: verdict moved PASS -> FAIL"
     )
     assert result.counts.legs_spawned == 0  # the environment did not change: every leg from the cache
     assert result.documents["notes"].probes["P-001"].basis == [
@@ -210,7 +210,7 @@ def test_every_trial_edited_into_a_miss_moves_the_floor_decision_too(tmp_path):
     assert result.exit_code == 1, result.summary_lines()
     assert result.gate.lines() == [
         "notes: defect floor decision moved meets (rate-meets-floor) -> does-not-meet (rate-below-floor)",
-        "notes P-001: verdict moved CONCERNS -> FAIL",
+        "notes P-001: verdict moved PASS -> FAIL",
     ]
     assert result.documents["notes"].aggregate.defect.rate == 0
 
@@ -240,7 +240,7 @@ def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):
     result = run(corpus, tmp_path / "out", task_runner=make_task_runner("dask", 2))
     assert result.task_runner == "DaskTaskRunner"
     assert result.exit_code == 0, result.summary_lines()
-    assert result.documents["notes"].probes["P-001"].verdict == "CONCERNS"
+    assert result.documents["notes"].probes["P-001"].verdict == "PASS"
 
 
 def test_a_moved_night_run_as_a_deployment_ends_failed_in_one_line_without_a_traceback(tmp_path):
@@ -299,6 +299,6 @@ def test_a_moved_night_run_as_a_deployment_ends_failed_in_one_line_without_a_tra
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output[-3000:]
     assert finished.state.type.value == "FAILED", output[-3000:]
-    assert finished.state.message == "contract strength gate exit 1: notes P-001: verdict moved CONCERNS -> FAIL"
+    assert finished.state.message == "contract strength gate exit 1: notes P-001: verdict moved PASS -> FAIL"
     assert finished.name == f"test-nightly {finished.expected_start_time:%Y-%m-%d}"
     assert "suite:notes" in finished.tags

@@ -33,3 +33,27 @@ def test_a_probe_that_is_not_json_is_a_problem(conformance, tmp_path):
     (suite_dir / "probes" / "P-001.json").write_text("{not json")
     _, problems = load_suites(tmp_path)
     assert len(problems) == 1 and "P-001.json" in problems[0].message
+
+
+def test_the_policy_comes_from_the_suite_else_beside_the_suites_folder(tmp_path):
+    """A suite's own scoring-policy.json wins; the corpus-wide file beside the suites folder is the
+    fallback; no policy anywhere is one sentence saying where to put it."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    from flows.contract_strength import policy_of
+
+    project = Path(__file__).resolve().parents[2]
+    suites = tmp_path / "suites"
+    shutil.copytree(project / "corpus" / "suites" / "notes", suites / "notes", ignore=shutil.ignore_patterns("trials", "evidence"))
+    suite = type("S", (), {"directory": suites / "notes"})()
+    with pytest.raises(ValueError, match="put one at .*notes/scoring-policy.json"):
+        policy_of(suite, suites)
+    corpus_policy = json.loads((project / "corpus" / "scoring-policy.json").read_text())
+    (tmp_path / "scoring-policy.json").write_text(json.dumps(corpus_policy))
+    assert policy_of(suite, suites).policy_id == "corpus-policy"
+    (suites / "notes" / "scoring-policy.json").write_text(json.dumps({**corpus_policy, "policyId": "suite-policy"}))
+    assert policy_of(suite, suites).policy_id == "suite-policy"
