@@ -27,7 +27,7 @@ from evalquality_core.faults import EvalQualityFault, RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.policy import CommandTargetPolicy
-from tasks.caching import CODE_VERSION, stage_cache
+from tasks.caching import CODE_VERSION, stage_cache, verified_stage
 from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
 from tasks.workspace import leg_workspace
 
@@ -96,6 +96,7 @@ def release_invocation(invocation: str) -> None:
         _ABORTS.pop(invocation, None)
 
 
+@verified_stage
 @task(name="plan-preflight", **stage_cache("contract", "probes", "run_id"))
 def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
     """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order)."""
@@ -137,6 +138,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer 
         return Failed(message=f"{fault.code}: {fault.artifact_path}: {fault.detail}", data=fault)
 
 
+@verified_stage
 @task(name="reduce-preflight", **stage_cache("plan", "observations"))
 def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]]) -> Any:
     """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations."""
