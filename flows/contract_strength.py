@@ -2,12 +2,18 @@
 
 The run (harness.md A.4, full mode), per suite under the corpus:
 
-1. the pre-flight flow runs as a subflow with the same tasks and leg cache (``flows/preflight.py``), so a
-   night after a pre-flight run spawns nothing new; it writes ``preflight-<probe>.json``;
+1. the pre-flight flow runs as a subflow with the same tasks and leg cache (``flows/preflight.py``), in
+   its suite-wide scope: one plan over the contract and every probe, one verdict and one fixture digest
+   per suite (the reference client's full mode), written as ``preflight.json``. Its legs send the same
+   requests as the per-probe pre-flight's, so a night after a pre-flight run spawns nothing new;
 2. the contract is compiled and sealed (``tasks/contract.py``): ``sealed-evaluator-brief.json``;
-3. one ``score`` task per probe over its stored trial records (``trials/<probe>/trial-N/``) and its live
-   pre-flight verdict, keyed by the digests of its inputs (``tasks/scoring.py``): ``evidence-<probe>.json``;
-4. ``aggregate-strength`` over the suite's evidence: ``strength-aggregate.json``;
+3. one ``score`` task per probe over its stored trial records (``trials/<probe>/trial-N/``) under the
+   suite's one pre-flight verdict, keyed by the digests of its inputs (``tasks/scoring.py``):
+   ``evidence-<probe>.json``. One verdict per suite gives every probe the same fixture digest, hence
+   the same ``scoringVersion``, which is what lets step 4 aggregate them;
+4. ``aggregate-strength`` over the suite's evidence against the suite's floors (``suite.toml``
+   ``[floors]``, e.g. ``defect = 0.8``): ``strength-aggregate.json``, whose classes and floor decisions
+   the document carries and the gate compares;
 5. ``contract-strength.json`` (``flows/strength_document.py``); the gate against
    ``corpus/expected-strength.json`` (``flows/strength_baseline.py``); the Prefect artifacts and the
    HTML report (``flows/strength_report.py``); ``preflight-cost.json`` only when a leg was spawned, so a
@@ -35,7 +41,9 @@ from typing import Any
 from prefect import flow
 from prefect.context import FlowRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
+from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
@@ -47,11 +55,10 @@ from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
-    digest_bytes,
-    digest_directory,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.lifecycle import (
     FlowArgumentParser,
     check_flow_inputs,
@@ -60,7 +67,7 @@ from flows.lifecycle import (
     start_flow_main,
 )
 from flows.output import write_artifact
-from flows.preflight import preflight
+from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
 from flows.strength_baseline import (
@@ -74,7 +81,9 @@ from flows.strength_document import (
     CONTRACT_STRENGTH_FILE,
     DOCUMENT_KIND,
     DOCUMENT_VERSION,
+    AggregateClasses,
     ClassStrength,
+    FloorDecision,
     ProbeStrength,
     StrengthVector,
     SuiteStrength,
@@ -93,8 +102,7 @@ BRIEF_FILE = "sealed-evaluator-brief.json"
 AGGREGATE_FILE = "strength-aggregate.json"
 COST_FILE = "preflight-cost.json"
 POLICY_FILE = "scoring-policy.json"
-#: What belongs to a suite's evaluation corpus (module docstring): digested into its corpus digest.
-CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
+SUITE_SETTINGS_FILE = "suite.toml"
 
 
 @dataclass(frozen=True)
@@ -130,14 +138,8 @@ def _read(model: type, path: Path) -> Any:
 
 
 def corpus_digest_of(directory: Path) -> str:
-    """The directory digest of a suite's evaluation corpus (``CORPUS_MEMBERS``)."""
-    members: dict[str, str] = {}
-    for name in CORPUS_MEMBERS:
-        root = directory / name
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
-        for path in files:
-            members[path.relative_to(directory).as_posix()] = digest_bytes(path.read_bytes())
-    return digest_directory(members)
+    """The directory digest of a suite's evaluation corpus (``evalquality_core.suite.load.CORPUS_MEMBERS``; ``eval-quality suite digest``)."""
+    return suite_corpus_digest(directory)
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,25 @@ def policy_of(suite: Suite, suites_dir: Path) -> Any:
         if path.is_file():
             return _read(ScoringPolicy, path)
     raise ValueError(f"no {POLICY_FILE} in {suite.directory} or {suites_dir.parent}")
+
+
+def floors_of(directory: Path) -> dict[str, float]:
+    """The suite's strength floors: ``suite.toml``'s ``[floors]`` table (``defect``, ``gameability``,
+    ``zero-action``; numbers in [0, 1]), ``{}`` when the suite declares none (every decision ``undeclared``).
+
+    A malformed table raises ``RuntimeFault`` naming ``suite.toml`` and the key, so the suite is reported
+    as could-not-run (exit 2) rather than measured against a floor nobody meant.
+    """
+    import tomllib
+
+    path = directory / SUITE_SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as problem:
+        raise ValueError(f"{path}: not TOML: {problem}") from None
+    return check_floors(settings.get("floors", {}), f"{path}[floors]")
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -255,7 +276,7 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
         folder = out / suite
         checks: list[tuple[type, Path]] = [(SealedEvaluatorBrief, folder / BRIEF_FILE)]
         checks += [(EvidenceArtifact, p) for p in sorted(folder.glob("evidence-*.json"))]
-        checks += [(PreflightVerdict, p) for p in sorted(folder.glob("preflight-*.json"))]
+        checks += [(PreflightVerdict, p) for p in sorted(folder.glob("preflight*.json"))]
         if (folder / AGGREGATE_FILE).is_file():
             checks.append((StrengthAggregate, folder / AGGREGATE_FILE))
         for model, path in checks:
@@ -281,6 +302,7 @@ def contract_strength(
     mode: str = "default",
     update_baseline_file: bool = False,
     fail_on_movement: bool = False,
+    suites: list[str] | None = None,
 ) -> StrengthRun:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -301,15 +323,19 @@ def contract_strength(
     pre: PreflightRun = preflight.with_options(task_runner=legs_runner)(
         suites_dir=str(suites_root),
         out_dir=str(out),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
+        scope="suite",
+        suites=suites,
     )
-    suites, load_problems = load_suites(suites_root)
+    only = suites
+    suites, load_problems = load_suites(suites_root, only)
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
-    rows = {(row.suite, row.probe_id): row for row in pre.probes}
+    # One suite-wide pre-flight row per suite (probe "*"): every probe of the suite is scored under it.
+    rows = {row.suite: row for row in pre.probes if row.probe_id == SUITE_ROW}
 
     prepared: dict[str, _PreparedSuite] = {}
     submitted: dict[tuple[str, str], Any] = {}
@@ -353,47 +379,52 @@ def contract_strength(
 
 @dataclass(frozen=True)
 class _PreparedSuite:
-    """A suite's compiled contract, sealed brief, scoring policy and corpus digest."""
+    """A suite's compiled contract, sealed brief, scoring policy, corpus digest and floors."""
 
     contract: Any
     brief: Any
     policy: Any
     corpus_digest: str
+    floors: Mapping[str, float]
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
-    """Compile and seal the contract (cached tasks), find the policy, digest the evaluation corpus."""
+    """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus."""
+    floors = floors_of(suite.directory)
     contract = compile_task(suite.contract)
     return _PreparedSuite(
-        contract, seal_task(contract), policy_of(suite, suites_root), corpus_digest_of(suite.directory)
+        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
+        contract, seal_task(quote(contract)), policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors
     )
 
 
 def _submit_scores(
     suite: Suite,
     prepared: _PreparedSuite,
-    rows: Mapping[tuple[str, str], ProbePreflight],
+    rows: Mapping[str, ProbePreflight],
     trial_counts: dict[tuple[str, str], int],
     probe_problems: dict[tuple[str, str], str],
 ) -> dict[tuple[str, str], Any]:
-    """Submit one ``score`` task per probe that has a pre-flight verdict; a probe without one is noted.
+    """Submit one ``score`` task per probe under the suite's one pre-flight verdict; without a verdict
+    every probe is noted (Invalid).
 
     Unreadable stored trials raise: the suite's corpus is broken, so the suite could not run.
     """
     submitted: dict[tuple[str, str], Any] = {}
+    row = rows.get(suite.name)
+    verdict = None if row is None or row.verdict_file is None else _read(PreflightVerdict, Path(row.verdict_file))
     for probe in suite.probes:
         key = (suite.name, probe["probeId"])
-        row = rows.get(key)
-        if row is None or row.verdict_file is None:
+        if verdict is None:
             probe_problems[key] = "pre-flight produced no verdict" + (f" ({row.outcome})" if row else "")
             continue
-        verdict = _read(PreflightVerdict, Path(row.verdict_file))
         trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
         submitted[key] = score_task.submit(
             suite.name,
             probe["probeId"],
-            prepared.contract,
+            quote(prepared.contract),
             probe,
             trials.records,
             prepared.policy,
@@ -431,7 +462,7 @@ def _suite_document(
     suite: Suite,
     out: Path,
     prepared: _PreparedSuite,
-    rows: Mapping[tuple[str, str], ProbePreflight],
+    rows: Mapping[str, ProbePreflight],
     scores: Mapping[tuple[str, str], ProbeScore],
     trial_counts: Mapping[tuple[str, str], int],
     probe_problems: Mapping[tuple[str, str], str],
@@ -456,19 +487,25 @@ def _suite_document(
             stale.unlink()  # an Invalid probe mints nothing; never leave an earlier night's artifact behind
         if score is not None:
             unsatisfied.update(score.unsatisfied_coverage_rules)
-        probes[pid] = _probe_strength(probe, rows.get(key), score, trial_counts.get(key, 0), probe_problems.get(key))
+        probes[pid] = _probe_strength(probe, rows.get(suite.name), score, trial_counts.get(key, 0), probe_problems.get(key))
     evidence = [s.evidence for s in own.values() if s is not None and s.evidence is not None]
     aggregate_digest: str | None = None
     refusal: str | None = None
+    aggregate: Mapping[str, Any] | None = None
     if evidence:
-        outcome = aggregate_strength_task(suite.name, evidence, {}, policy)
+        outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
-            write_artifact(folder / AGGREGATE_FILE, outcome.aggregate)
-            aggregate_digest = digest_artifact(outcome.aggregate)
+            aggregate = outcome.aggregate
+            write_artifact(folder / AGGREGATE_FILE, aggregate)
+            aggregate_digest = digest_artifact(aggregate)
+    else:
+        refusal = "no evidence artifact was minted (every probe Invalid)"
     if aggregate_digest is None and (folder / AGGREGATE_FILE).exists():
         (folder / AGGREGATE_FILE).unlink()  # never leave an earlier night's aggregate beside this night's evidence
     classes = {p["probeId"]: ("zero-action" if p["expectedClean"] else p["probeClass"]) for p in suite.probes}
+    row = rows.get(suite.name)
+    verdict_wire = None if row is None or row.verdict_file is None else scan_json(Path(row.verdict_file).read_bytes())
     document = SuiteStrength(
         document=DOCUMENT_KIND,
         document_version=DOCUMENT_VERSION,
@@ -477,8 +514,19 @@ def _suite_document(
         contract_digest=digest_artifact(suite.contract),
         corpus_digest=corpus_digest,
         brief_digest=digest_artifact(brief_wire),
+        preflight=row.outcome if row is not None else "not run",
+        preflight_legs=None if row is None else row.legs_planned,
+        fixture_digest=None if verdict_wire is None else verdict_wire["fixtureDigest"],
         aggregate_digest=aggregate_digest,
         aggregate_refusal=refusal,
+        floors=dict(prepared.floors),
+        aggregate=None if aggregate is None else AggregateClasses.model_validate(aggregate["classes"], by_alias=True),
+        floor_decisions=None
+        if aggregate is None
+        else {
+            cls: FloorDecision.model_validate(decision, by_alias=True)
+            for cls, decision in aggregate["floorDecisions"].items()
+        },
         probe_count=len(suite.probes),
         strength=suite_vector(classes, own),
         unsatisfied_coverage_rules=sorted(unsatisfied),

@@ -54,51 +54,93 @@ from tasks.preflight import (
 )
 from tasks.workspace import reclaim_workspaces
 
-__all__ = ["main", "preflight", "run_preflight_flow"]
+__all__ = ["SCOPES", "SUITE_ROW", "main", "preflight", "run_preflight_flow", "verdict_path"]
+
+
+#: The two pre-flight scopes: one plan per probe (this flow's default, the client's pre-flight-only
+#: mode), or one plan per suite over the contract and every probe (the strength run, the client's full mode).
+SCOPES: tuple[str, ...] = ("probe", "suite")
+#: The probe column of a suite-wide row: the verdict covers every probe of the suite.
+SUITE_ROW = "*"
+#: The file a suite-wide verdict is written to, beside the per-probe ``preflight-<probe>.json``.
+SUITE_VERDICT_FILE = "preflight.json"
 
 PROG = "python -m flows.preflight"
 
 
 def run_id_of(suite: str, probe_id: str) -> str:
-    """A deterministic run id per (suite, probe), so a re-run's verdict equals the first run's."""
+    """A deterministic run id per (suite, probe), so a re-run's verdict equals the first run's.
+
+    The suite-wide plan's run id is ``preflight-<suite>`` (``probe_id`` is ``SUITE_ROW``).
+    """
+    if probe_id == SUITE_ROW:
+        return f"preflight-{suite}".lower()
     return f"preflight-{suite}-{probe_id}".lower()
 
 
 @dataclass(frozen=True, eq=False)
 class _Planned:
+    """One plan: over one probe (scope ``probe``) or over every probe of the suite (scope ``suite``)."""
+
     suite: Suite
-    probe: dict[str, Any]
+    probes: tuple[dict[str, Any], ...]
+    probe_id: str
     plan: PreflightPlan | None
     fault: EvalQualityFault | None
 
-    @property
-    def probe_id(self) -> str:
-        """The probe's id."""
-        return str(self.probe["probeId"])
+    def owner_of(self, leg_id: str) -> dict[str, Any]:
+        """The probe a leg belongs to: the one whose manifestation witness it is, else the first.
+
+        Only a seeded-fault leg runs against a mutation (its own probe's); every other leg runs against
+        the clean system whichever probe is named, so the first stands for all of them.
+        """
+        return self.suite.owner_of_leg(self.probes, leg_id)
 
 
 def _fault_outcome(fault: EvalQualityFault) -> str:
     return f"fault: {fault.code}: {fault.detail}"
 
 
+def verdict_path(out_dir: Path, suite: str, probe_id: str) -> Path:
+    """Where a verdict is written: ``<suite>/preflight-<probe>.json``, or ``<suite>/preflight.json`` suite-wide."""
+    name = SUITE_VERDICT_FILE if probe_id == SUITE_ROW else f"preflight-{probe_id}.json"
+    return out_dir / suite / name
+
+
 def _write_verdict(out_dir: Path, suite: str, probe_id: str, verdict: Any) -> Path:
-    return write_artifact(out_dir / suite / f"preflight-{probe_id}.json", as_wire(verdict))
+    return write_artifact(verdict_path(out_dir, suite, probe_id), as_wire(verdict))
 
 
 @flow(name="preflight", flow_run_name="preflight", validate_parameters=False)
-def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str, mode: str = "default") -> PreflightRun:
-    """Pre-flight every probe of every suite under ``suites_dir``; write verdicts under ``out_dir``."""
+def preflight(
+    suites_dir: str,
+    out_dir: str,
+    cache_dir: str,
+    workspaces_dir: str,
+    mode: str = "default",
+    scope: str = "probe",
+    suites: list[str] | None = None,
+) -> PreflightRun:
+    """Pre-flight every probe of every suite under ``suites_dir`` (or of the named ``suites`` only: a batch
+    of a fanned-out night); write verdicts under ``out_dir``.
+
+    ``scope="probe"`` plans each probe alone (one verdict per probe); ``scope="suite"`` plans each suite
+    once over its contract and every probe (one verdict and one fixture digest per suite, row probe
+    ``*``). Both send the same requests for the same legs, so they share the leg cache.
+    """
     if mode not in LEG_CACHE_MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     reclaim_workspaces(Path(workspaces_dir))
-    suites, problems = load_suites(Path(suites_dir))
+    loaded, problems = load_suites(Path(suites_dir), suites)
     failures = [SuiteFailure(problem.name, problem.message) for problem in problems]
     keys: set[str] = set()
     try:
-        planned = _plan_all(suites, failures)
+        planned = _plan_all(loaded, failures, scope)
         futures = _submit_legs(planned, cache_dir, mode, invocation, workspaces_dir)
         # Reduce each probe as soon as its legs are in (reductions overlap the legs still running).
         pending = [(item, _submit_reduce(item, futures)) for item in planned]
@@ -110,7 +152,7 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
         kill_all_live_groups()
         raise
     release_invocation(invocation)
-    close_leg_cache(Path(cache_dir), mode, invocation)  # type: ignore[arg-type]
+    close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
     out.mkdir(parents=True, exist_ok=True)
     write_artifact(out / "preflight-summary.json", run.to_json())
@@ -118,25 +160,27 @@ def preflight(suites_dir: str, out_dir: str, cache_dir: str, workspaces_dir: str
     return run
 
 
-def _plan_all(suites: list[Suite], failures: list[SuiteFailure]) -> list[_Planned]:
-    """Compile every contract, then plan every (suite, probe); both stages run concurrently."""
+def _plan_all(suites: list[Suite], failures: list[SuiteFailure], scope: str = "probe") -> list[_Planned]:
+    """Compile every contract, then plan every (suite, probe), or every suite once (``scope``); concurrently."""
     compiled = {suite.name: compile_task.submit(quote(suite.contract)) for suite in suites}
-    plans: list[tuple[Suite, dict[str, Any], Any]] = []
+    plans: list[tuple[Suite, tuple[dict[str, Any], ...], str, Any]] = []
     for suite in suites:
         try:
             contract = compiled[suite.name].result()  # a contract that does not compile cannot pre-flight
         except EvalQualityFault as fault:
             failures.append(SuiteFailure(suite.name, f"compile: {fault.code}: {fault.artifact_path}: {fault.detail}"))
             continue
-        for probe in suite.probes:
-            run_id = run_id_of(suite.name, probe["probeId"])
-            plans.append((suite, dict(probe), plan_preflight_task.submit(quote(contract), quote([probe]), run_id)))
+        groups = [tuple(dict(p) for p in suite.probes)] if scope == "suite" else [(dict(p),) for p in suite.probes]
+        for group in groups:
+            probe_id = SUITE_ROW if scope == "suite" else group[0]["probeId"]
+            run_id = run_id_of(suite.name, probe_id)
+            plans.append((suite, group, probe_id, plan_preflight_task.submit(quote(contract), quote(list(group)), run_id)))
     planned = []
-    for suite, probe, future in plans:
+    for suite, group, probe_id, future in plans:
         try:
-            planned.append(_Planned(suite, probe, future.result(), None))
+            planned.append(_Planned(suite, group, probe_id, future.result(), None))
         except EvalQualityFault as fault:
-            planned.append(_Planned(suite, probe, None, fault))
+            planned.append(_Planned(suite, group, probe_id, None, fault))
     return planned
 
 
@@ -149,11 +193,18 @@ def _submit_legs(
         if item.plan is None:
             continue
         for leg in item.plan.legs:
+            owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(leg.request, item.suite.policy, item.suite.staged_digest_of_leg(item.probe, leg.leg_id)),
+                key=leg_key(
+                    leg.request,
+                    item.suite.policy,
+                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
+                    mcp_policy=item.suite.mcp_policy,
+                ),
                 policy=item.suite.policy,
-                stage=item.suite.stager(item.probe, leg.leg_id),
+                mcp_policy=item.suite.mcp_policy,
+                stage=item.suite.stager(owner, leg.leg_id),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
                 invocation=invocation,
@@ -191,7 +242,8 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     costs: list[LegFaultCost] = []
     for leg in item.plan.legs:
         try:
-            answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
+            # pop: a collected leg's future (its state and result) is not held until the run ends
+            answers.append(futures.pop((item.suite.name, item.probe_id, leg.leg_id)).result())
         except EvalQualityFault as raised:
             fault = fault or raised
             cost = getattr(raised, "leg_cost", None)
@@ -222,7 +274,7 @@ def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[st
             None if path is None else str(path), faulted=faulted,
         )
 
-    stale = out / item.suite.name / f"preflight-{item.probe_id}.json"
+    stale = verdict_path(out, item.suite.name, item.probe_id)
     if collected.fault is not None:
         stale.unlink(missing_ok=True)  # no verdict this run: never leave an earlier one looking current
         return row(_fault_outcome(collected.fault))
@@ -240,7 +292,7 @@ def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> Preflig
     return preflight.with_options(task_runner=runner)(
         suites_dir=str(settings.suites_dir),
         out_dir=str(settings.out_dir),
-        cache_dir=str(settings.leg_cache_dir),
+        cache_dir=settings.leg_cache,
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
     )

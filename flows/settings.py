@@ -15,6 +15,7 @@ Importing it fixes the environment Prefect reads at import time (prefect.md §1)
 | ``EVALQUALITY_OUT`` | ``<home>/preflight`` |
 | ``EVALQUALITY_CONCURRENCY`` | ``8`` (legs in flight at once) |
 | ``EVALQUALITY_BASELINE`` | ``<project>/corpus/expected-preflight.json`` |
+| ``EVALQUALITY_LEG_CACHE`` | unset: diskcache under ``<home>/leg-cache``; ``postgresql://user@host/db``: shared |
 """
 
 from __future__ import annotations
@@ -67,8 +68,14 @@ class FlowSettings:
 
     @property
     def leg_cache_dir(self) -> Path:
-        """The leg cache (tasks/leg_cache.py)."""
+        """The diskcache leg cache's directory (tasks/leg_cache.py)."""
         return self.home / "leg-cache"
+
+    @property
+    def leg_cache(self) -> str:
+        """Where legs are cached: ``$EVALQUALITY_LEG_CACHE`` (a ``postgresql://`` URL several machines
+        share), else the diskcache directory under the home (one machine)."""
+        return os.environ.get("EVALQUALITY_LEG_CACHE") or str(self.leg_cache_dir)
 
     @property
     def workspaces_dir(self) -> Path:
@@ -88,8 +95,19 @@ def _concurrency(raw: str | None) -> int:
     return value
 
 
+def _check_leg_cache(raw: str | None) -> None:
+    if not raw:
+        return
+    from tasks.leg_cache_postgres import check_url, is_postgres_url
+
+    if not is_postgres_url(raw):
+        raise ValueError(f"EVALQUALITY_LEG_CACHE={raw!r} is not a postgresql:// URL (unset it for the local cache)")
+    check_url(raw)
+
+
 def load_settings() -> FlowSettings:
     """The settings in force now (environment read at call time)."""
+    _check_leg_cache(os.environ.get("EVALQUALITY_LEG_CACHE"))
     home = evalquality_home()
     return FlowSettings(
         home=home,

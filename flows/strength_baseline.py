@@ -3,8 +3,11 @@
 Exit 2 when a suite could not run, a written artifact failed its schema, the baseline is missing or
 unreadable, or any *environment* fact moved (a suite or probe the baseline does not record or that
 this run did not produce, a pre-flight outcome string, a planned leg count; a null count against a
-recorded integer counts). Else exit 1 when any probe's verdict moved. Else 0. Movement in either
-direction fails: "a baseline nobody has to update is a baseline nobody reads".
+recorded integer counts, the suite-wide pre-flight outcome). Else exit 1 when any probe's verdict or
+any class's floor decision moved (a floor decision moving from ``meets`` to ``does-not-meet`` is the
+contract getting weaker against the floor its suite declares; an aggregate refused where one was
+recorded moves every decision to ``refused``). Else 0. Movement in either direction fails: "a
+baseline nobody has to update is a baseline nobody reads".
 
 The baseline is a projection of the per-suite ``contract-strength.json`` documents, in the TEA shape
 of harness.md A.11 minus ``comparableResult`` (the evidence files hold it). It is written as indented
@@ -32,7 +35,14 @@ from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.registries import ProbeClass, Verdict
 from flows.output import write_atomically
-from flows.strength_document import CONTRACT_STRENGTH_FILE, StrengthVector, SuiteStrength, read_suite_strength
+from flows.strength_document import (
+    CONTRACT_STRENGTH_FILE,
+    VECTOR_CLASSES,
+    AggregateClasses,
+    StrengthVector,
+    SuiteStrength,
+    read_suite_strength,
+)
 
 #: The baseline's file name under the corpus root (harness.md A.5).
 BASELINE_FILE = "expected-strength.json"
@@ -70,6 +80,14 @@ class BaselineSuite(ArtifactModel):
     strength: StrengthVector
     unsatisfied_coverage_rules: list[str]
     probes: dict[str, BaselineProbe]
+    #: The suite-wide fields (document version 2). The reference's A.11 baseline records none of them,
+    #: so each is optional: a field a baseline does not record (null) is not compared.
+    preflight: str | None = None
+    floors: dict[str, float] | None = None
+    aggregate: AggregateClasses | None = None
+    #: Per class ``<decision> (<basis>)``, e.g. ``meets (rate-meets-floor)``; ``refused`` for every class
+    #: when the aggregate was refused.
+    floor_decisions: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,11 +153,27 @@ def project_suite(document: SuiteStrength) -> BaselineSuite:
     return BaselineSuite(
         contract_id=document.contract_id,
         corpus_digest=document.corpus_digest,
+        preflight=document.preflight,
         probe_count=document.probe_count,
         strength=document.strength,
+        floors=dict(document.floors),
+        aggregate=document.aggregate,
+        floor_decisions=floor_decisions_of(document),
         unsatisfied_coverage_rules=list(document.unsatisfied_coverage_rules),
         probes=probes,
     )
+
+
+#: What a class's floor decision reads as when the aggregate was refused (no decision at all).
+REFUSED = "refused"
+
+
+def floor_decisions_of(document: SuiteStrength) -> dict[str, str]:
+    """The document's floor decisions as the strings the gate compares; ``refused`` per class when the
+    aggregate was refused (there is no decision to compare, and that itself is what moved)."""
+    if document.floor_decisions is None:
+        return {cls: REFUSED for cls in VECTOR_CLASSES}
+    return {cls: decision.describe() for cls, decision in sorted(document.floor_decisions.items())}
 
 
 def read_baseline(path: Path) -> dict[str, BaselineSuite] | None:
@@ -217,6 +251,14 @@ def _suite_moves(
     if recorded is None:
         return [Move("environment", suite, None, "suite", "not in the baseline", "ran")]
     moves: list[Move] = []
+    if recorded.preflight is not None and recorded.preflight != document.preflight:
+        moves.append(Move("environment", suite, None, "suite-wide pre-flight", recorded.preflight, document.preflight))
+    if compare_verdicts and recorded.floor_decisions is not None:
+        was_decisions, now_decisions = recorded.floor_decisions, floor_decisions_of(document)
+        for cls in sorted(set(was_decisions) | set(now_decisions)):
+            was, now = was_decisions.get(cls, "not decided"), now_decisions.get(cls, "not decided")
+            if was != now:
+                moves.append(Move("measured", suite, None, f"{cls} floor decision", was, now))
     for probe_id in sorted(set(recorded.probes) | set(document.probes)):
         was = recorded.probes.get(probe_id)
         now = document.probes.get(probe_id)

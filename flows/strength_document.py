@@ -31,8 +31,10 @@ from flows.output import write_artifact
 CONTRACT_STRENGTH_FILE = "contract-strength.json"
 #: What the document's ``document`` field says, so a reader can tell it from other JSON in the folder.
 DOCUMENT_KIND = "contract-strength"
-#: Version of this document's shape; bump it when a field changes meaning.
-DOCUMENT_VERSION = 1
+#: Version of this document's shape; bump it when a field changes meaning. 2: one suite-wide
+#: pre-flight (``preflight``, ``preflight_legs``, ``fixture_digest``), floors, the aggregate's classes
+#: and its floor decisions.
+DOCUMENT_VERSION = 2
 
 #: The three classes of the strength vector, in the spec's order (scoring.md §5.3).
 VECTOR_CLASSES: tuple[str, ...] = ("defect", "gameability", "zero-action")
@@ -54,10 +56,43 @@ class StrengthVector(ArtifactModel):
     zero_action: ClassStrength | None = Field(alias="zero-action")
 
 
+class AggregateClass(ArtifactModel):
+    """One class of the contract's ``StrengthAggregate``: probes exercised and caught, the rate, how many
+    were eligible (scored with a class vector), and whether every member was comparable (scoring.md §5.5)."""
+
+    exercised: NonNegativeInt
+    caught: NonNegativeInt
+    rate: float | None
+    eligible: NonNegativeInt
+    comparable: bool
+
+
+class AggregateClasses(ArtifactModel):
+    """The aggregate per class; a class is null when no eligible probe has it."""
+
+    defect: AggregateClass | None
+    gameability: AggregateClass | None
+    zero_action: AggregateClass | None = Field(alias="zero-action")
+
+
+class FloorDecision(ArtifactModel):
+    """The aggregate's decision against one class's floor: ``meets``, ``does-not-meet`` or ``undeclared``,
+    with its basis (``rate-meets-floor``, ``rate-below-floor``, ``unexercised-probe``, ...)."""
+
+    floor: float | None
+    decision: str
+    basis: str
+
+    def describe(self) -> str:
+        """``meets (rate-meets-floor)``: the one string the gate compares."""
+        return f"{self.decision} ({self.basis})"
+
+
 class ProbeStrength(ArtifactModel):
     """What one probe contributed to its suite's run (harness.md A.11 names).
 
-    ``preflight`` is ``passed`` or ``failed: <sorted unique failed check kinds>`` (harness.md A.5);
+    ``preflight`` is ``passed`` or ``failed: <sorted unique failed check kinds>`` (harness.md A.5) of the
+    suite-wide pre-flight the probe was scored under, ``preflight_legs`` that pre-flight's planned legs;
     ``verdict`` is null for the Invalid rung; ``qualification`` is null when the probe qualified, else
     the reason code of every refused condition; ``evidence_digest`` names ``evidence-<probe>.json``
     (null when no artifact was minted, i.e. on Invalid).
@@ -79,7 +114,13 @@ class ProbeStrength(ArtifactModel):
 
 
 class SuiteStrength(ArtifactModel):
-    """The ``contract-strength.json`` document of one suite."""
+    """The ``contract-strength.json`` document of one suite.
+
+    ``preflight`` / ``preflight_legs`` / ``fixture_digest`` describe the one suite-wide pre-flight every
+    probe was scored under (null digest when it produced no verdict). ``floors`` are the suite's declared
+    floors (``suite.toml`` ``[floors]``); ``aggregate`` and ``floor_decisions`` are the contract's
+    ``StrengthAggregate`` classes and decisions, null when it was refused (``aggregate_refusal`` says why).
+    """
 
     document: str
     document_version: NonNegativeInt
@@ -88,8 +129,14 @@ class SuiteStrength(ArtifactModel):
     contract_digest: Digest
     corpus_digest: Digest
     brief_digest: Digest | None
+    preflight: str
+    preflight_legs: NonNegativeInt | None
+    fixture_digest: Digest | None
     aggregate_digest: Digest | None
     aggregate_refusal: str | None
+    floors: dict[str, float]
+    aggregate: AggregateClasses | None
+    floor_decisions: dict[str, FloorDecision] | None
     probe_count: NonNegativeInt
     strength: StrengthVector
     unsatisfied_coverage_rules: list[str]

@@ -2,7 +2,7 @@
 
 A suite is a folder holding ``contract.json``, its probes (``probes/*.json``, or one ``probes.json``
 array), ``targets.toml`` (the target registry, harness.md A.1), ``suite.toml`` with its ``system/`` and
-``fixtures/`` (staged by ``corpus/tools/staging.py``), and optionally ``mutations/`` (one declared
+``fixtures/`` (staged by :mod:`evalquality_core.suite.staging`), and optionally ``mutations/`` (one declared
 mutation per defect probe; a seeded-fault leg runs against it, every other leg against the clean
 system). A folder that cannot be loaded becomes a ``SuiteProblem`` naming the file and why, so the run
 reports it instead of crashing, and the baseline gate exits 2 for it.
@@ -11,11 +11,10 @@ reports it instead of crashing, and the baseline gate exits 2 for it.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,19 +24,11 @@ from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import parse_targets
-from tasks.home import PROJECT_ROOT
-
-
-def _staging() -> Any:
-    """The corpus staging mechanism (``corpus/tools/staging.py``), importable from any working directory."""
-    try:
-        return importlib.import_module("corpus.tools.staging")
-    except ModuleNotFoundError:
-        if str(PROJECT_ROOT) not in sys.path:
-            sys.path.append(str(PROJECT_ROOT))
-        return importlib.import_module("corpus.tools.staging")
+from evalquality_core.suite import load as suite_load
+from evalquality_core.suite import staging
 
 
 def _substitutions() -> dict[str, str]:
@@ -56,6 +47,8 @@ class Suite:
     policy: CommandTargetPolicy
     #: mutation id (None for the clean system) → digest of the staged system and fixtures.
     staged_digests: Mapping[str | None, str] = field(default_factory=dict)
+    #: The registry's tool servers (``kind = "mcp"`` entries); ``None`` when it registers none.
+    mcp_policy: McpTargetPolicy | None = None
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
@@ -63,12 +56,24 @@ class Suite:
 
     def mutation_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str | None:
         """The mutation a leg of ``probe`` runs against (None: the clean system)."""
-        mutation = _staging().mutation_for_leg(self.directory, dict(probe), leg_id)
+        mutation = staging.mutation_for_leg(self.directory, dict(probe), leg_id)
         return None if mutation is None else mutation.mutation_id
 
     def staged_digest_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str:
         """The digest of what a leg's workspace will hold (part of its leg cache key)."""
         return self.staged_digests[self.mutation_of_leg(probe, leg_id)]
+
+    def owner_of_leg(self, probes: Sequence[Mapping[str, Any]], leg_id: str) -> dict[str, Any]:
+        """Of ``probes``, the one whose manifestation witness ``leg_id`` is, else the first.
+
+        In a suite-wide plan every leg but a seeded-fault leg runs against the clean system, whichever
+        probe is named, so the first stands for them; a fault leg stages its own probe's mutation.
+        """
+        fault_legs = staging.fault_leg_ids
+        for probe in probes:
+            if leg_id in fault_legs(dict(probe)):
+                return dict(probe)
+        return dict(probes[0])
 
     def stager(self, probe: Mapping[str, Any], leg_id: str) -> functools.partial[Any]:
         """Stages this leg's workspace (clean, or the probe's mutation for a seeded-fault leg)."""
@@ -76,7 +81,7 @@ class Suite:
 
 
 def _stage_leg(directory: Path, probe: dict[str, Any], leg_id: str, destination: Path) -> Any:
-    return _staging().stage_for_leg(directory, probe, leg_id, destination)
+    return staging.stage_for_leg(directory, probe, leg_id, destination)
 
 
 @dataclass(frozen=True)
@@ -92,16 +97,8 @@ class SuiteLoadError(Exception):
     """Why a suite could not be loaded (one line naming the file)."""
 
 
-def find_suites(root: Path) -> list[Path]:
-    """Every suite folder directly under ``root`` (a folder holding ``contract.json``), sorted by name.
-
-    ``root`` may itself be one suite.
-    """
-    if (root / "contract.json").is_file():
-        return [root]
-    if not root.is_dir():
-        return []
-    return sorted(path for path in root.iterdir() if (path / "contract.json").is_file())
+#: Every suite folder directly under a root (which may itself be one suite), sorted by name.
+find_suites = suite_load.find_suites
 
 
 def _read_json(path: Path) -> Any:
@@ -126,9 +123,8 @@ def _probe_files(directory: Path) -> list[tuple[Path, Any]]:
 
 def _staged_digests(directory: Path, probes: tuple[Mapping[str, Any], ...]) -> dict[str | None, str]:
     """Stage the clean system and each probe's mutation once, to digest what every leg will see."""
-    staging = _staging()
     digests: dict[str | None, str] = {}
-    mutations = staging.load_mutations(directory)
+    mutations = suite_load.load_mutations(directory)
     wanted = [None] + [mutations[p["probeId"]] for p in probes if p["probeId"] in mutations]
     for mutation in wanted:
         with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
@@ -150,7 +146,9 @@ def load_suite(directory: Path) -> Suite:
             text = targets_path.read_text(encoding="utf-8")
         except OSError as problem:
             raise SuiteLoadError(f"{targets_path}: {problem}") from None
-        policy = parse_targets(text, str(targets_path)).to_policy(_substitutions())
+        registry = parse_targets(text, str(targets_path))
+        policy = registry.to_policy(_substitutions())
+        mcp_policy = registry.to_mcp_policy(_substitutions()) if registry.mcp_entries else None
         staged = _staged_digests(directory, probes)
     except EvalQualityFault as fault:
         raise SuiteLoadError(f"{directory.name}: {fault.code}: {fault.artifact_path}: {fault.detail}") from None
@@ -158,14 +156,23 @@ def load_suite(directory: Path) -> Suite:
         raise
     except Exception as problem:  # a staging refusal or a malformed declaration: report, never crash
         raise SuiteLoadError(f"{directory.name}: {type(problem).__name__}: {problem}") from None
-    return Suite(directory.name, directory, contract, probes, policy, staged)
+    return Suite(directory.name, directory, contract, probes, policy, staged, mcp_policy)
 
 
-def load_suites(root: Path) -> tuple[list[Suite], list[SuiteProblem]]:
-    """Every suite under ``root``, and a problem for each folder that could not be loaded."""
+def load_suites(root: Path, only: Sequence[str] | None = None) -> tuple[list[Suite], list[SuiteProblem]]:
+    """Every suite under ``root`` (or only those named in ``only``: a batch of a fanned-out night), and a
+    problem for each folder that could not be loaded and each named suite that is not there."""
     suites: list[Suite] = []
     problems: list[SuiteProblem] = []
-    for directory in find_suites(root):
+    found = find_suites(root)
+    if only is not None:
+        names = {directory.name for directory in found}
+        problems.extend(
+            SuiteProblem(name, root / name, f"{root / name}: no such suite (no contract.json)")
+            for name in sorted(set(only) - names)
+        )
+        found = [directory for directory in found if directory.name in set(only)]
+    for directory in found:
         try:
             suites.append(load_suite(directory))
         except SuiteLoadError as problem:

@@ -58,7 +58,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from evalquality_core.artifacts.port_messages import CliProbeObservation, read_probe_observation
+from evalquality_core.artifacts.port_messages import (
+    CliProbeObservation,
+    McpProbeObservation,
+    read_probe_observation,
+)
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.canonical.json import canonical_bytes, scan_json
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
@@ -168,8 +172,8 @@ def decode_entry(key: str, text: Any) -> dict[str, Any]:
         observation = read_probe_observation(record.get("observation"))
     except EvalQualityFault as fault:
         raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
-    if not isinstance(observation, CliProbeObservation):
-        raise EntryRejected("its observation is not a cli observation")
+    if not isinstance(observation, CliProbeObservation | McpProbeObservation):
+        raise EntryRejected("its observation is not a cli or mcp observation")
     return record
 
 
@@ -536,23 +540,35 @@ def restamp(observation: Mapping[str, Any], request: Mapping[str, Any]) -> dict[
     }
 
 
-_OPEN: dict[tuple[str, str, str], LegCache] = {}
+_OPEN: dict[tuple[str, str, str], Any] = {}
 _OPEN_GUARD = threading.Lock()
 
 
-def open_leg_cache(directory: Path, mode: LegCacheMode, invocation: str) -> LegCache:
-    """The one ``LegCache`` of an invocation in this process (force mode's memory is per invocation)."""
-    handle = (str(directory), mode, invocation)
+def open_leg_cache(location: str | Path, mode: LegCacheMode, invocation: str) -> Any:
+    """The one leg cache of an invocation in this process (force mode's memory is per invocation).
+
+    ``location`` is a directory (the diskcache backend, one machine) or a ``postgresql://`` URL (the
+    PostgreSQL backend, shared by several machines: tasks/leg_cache_postgres.py); both answer legs by
+    the same rules through ``answer(key, request, spawn)``.
+    """
+    handle = (str(location), mode, invocation)
     with _OPEN_GUARD:
         cache = _OPEN.get(handle)
         if cache is None:
-            cache = _OPEN[handle] = LegCache(directory, mode)
+            from tasks.leg_cache_postgres import PostgresLegStore, is_postgres_url
+
+            if is_postgres_url(str(location)):
+                store = PostgresLegStore(str(location))
+                cache = LegCache(store.location, mode, store=store)  # type: ignore[arg-type]  (named in messages)
+            else:
+                cache = LegCache(Path(location), mode)
+            _OPEN[handle] = cache
         return cache
 
 
-def close_leg_cache(directory: Path, mode: LegCacheMode, invocation: str) -> None:
+def close_leg_cache(location: str | Path, mode: LegCacheMode, invocation: str) -> None:
     """Forget (and close) an invocation's cache handle."""
     with _OPEN_GUARD:
-        cache = _OPEN.pop((str(directory), mode, invocation), None)
+        cache = _OPEN.pop((str(location), mode, invocation), None)
     if cache is not None:
         cache.close()

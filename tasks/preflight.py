@@ -3,12 +3,14 @@
 Plan and reduce are pure core stages, digest-cached by ``StageDigest``. ``spawn-leg`` is not cached by
 Prefect: the leg cache (tasks/leg_cache.py) answers it, keyed on the request, so identical requests
 collapse across legs, probes and runs, single-flight across threads and processes. Each spawned leg
-runs in a fresh workspace the suite's staging fills, through the real command-line adapter, with an
-abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3).
+runs in a fresh workspace the suite's staging fills, through the real adapter of its kind (the
+command-line adapter for a cli leg, the stdio MCP adapter for an mcp leg: one tool-server session),
+with an abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,11 +23,13 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
 from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
+from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from tasks.caching import CODE_VERSION, stage_cache, verified_stage
 from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
@@ -35,8 +39,13 @@ from tasks.workspace import leg_workspace
 Stager = Callable[[Path], Any]
 
 
+@functools.cache
 def tool_version() -> str:
-    """The version that enters every leg key: the package version plus the stage code version."""
+    """The version that enters every leg key: the package version plus the stage code version.
+
+    Read once per process: the metadata lookup costs milliseconds, and it was paid per leg in the flow
+    thread (benchmarks/bench_scale.py found it: a third of a cached re-run's per-leg overhead).
+    """
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -46,12 +55,21 @@ def tool_version() -> str:
     return f"eval-quality-{package}/{CODE_VERSION}"
 
 
-def target_entry(policy: CommandTargetPolicy, request: Mapping[str, Any]) -> dict[str, Any]:
+def target_entry(
+    policy: CommandTargetPolicy, request: Mapping[str, Any], mcp_policy: McpTargetPolicy | None = None
+) -> dict[str, Any]:
     """The registry entry (authorization) that would run ``request``, as wire JSON; ``{}`` when none does.
 
     It names environment *keys* only, never values, so it is safe inside a persisted key. A request no
     entry authorizes still gets a key: the adapter denies it with ``forbidden-target``, which is never cached.
+    An mcp request's entry is its tool server's (keyed by interface); its ``serverEnvironment`` values
+    are registry text, not secrets a request carries, and they decide what the server does.
     """
+    if request.get("kind") == "mcp":
+        for server in mcp_policy.authorizations if mcp_policy is not None else []:
+            if server.interface_id == request.get("interfaceId"):
+                return server.model_dump(mode="json", by_alias=True)
+        return {}
     for authorization in policy.authorizations:
         if (authorization.interface_id, authorization.executable) == (
             request.get("interfaceId"),
@@ -61,9 +79,15 @@ def target_entry(policy: CommandTargetPolicy, request: Mapping[str, Any]) -> dic
     return {}
 
 
-def leg_key(request: Mapping[str, Any], policy: CommandTargetPolicy, staged_digest: str) -> str:
+def leg_key(
+    request: Mapping[str, Any],
+    policy: CommandTargetPolicy,
+    staged_digest: str,
+    *,
+    mcp_policy: McpTargetPolicy | None = None,
+) -> str:
     """The leg cache key of a request run under ``policy`` in a workspace staged to ``staged_digest``."""
-    return leg_cache_key(request, target_entry(policy, request), staged_digest, tool_version())
+    return leg_cache_key(request, target_entry(policy, request, mcp_policy), staged_digest, tool_version())
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,6 +102,8 @@ class LegJob:
     cache_mode: LegCacheMode
     invocation: str
     workspaces_dir: str
+    #: The suite's tool servers, for mcp legs (``None``: every mcp leg is denied).
+    mcp_policy: McpTargetPolicy | None = None
 
 
 _ABORTS: dict[str, threading.Event] = {}
@@ -104,12 +130,16 @@ def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> Pr
 
 
 def _spawn(job: LegJob) -> dict[str, Any]:
-    """Run one leg live: fresh staged workspace, the real command-line adapter, then clean up."""
+    """Run one leg live: fresh staged workspace, the real adapter of the leg's kind, then clean up."""
     if abort_event(job.invocation).is_set():  # the run was interrupted: start nothing more
         raise RuntimeFault("aborted", "ProbeRequest", "the pre-flight run was interrupted before this leg started")
     with leg_workspace(Path(job.workspaces_dir)) as workspace:
         job.stage(workspace)
-        adapter = CommandLineAdapter(job.policy, workdir=workspace)
+        adapter: CommandLineAdapter | McpStdioAdapter
+        if job.request.get("kind") == "mcp":
+            adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
+        else:
+            adapter = CommandLineAdapter(job.policy, workdir=workspace)
         observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
     if abort_event(job.invocation).is_set():
         # The run was interrupted while this leg ran: its group may have been killed from outside
@@ -131,7 +161,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> LegAnswer 
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
     environment, not a bug), and ``result()`` re-raises the fault itself.
     """
-    cache = open_leg_cache(Path(job.cache_dir), job.cache_mode, job.invocation)
+    cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
     try:
         return cache.answer(job.key, job.request, lambda: _spawn(job))
     except EvalQualityFault as fault:

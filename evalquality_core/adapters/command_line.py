@@ -40,6 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
+from evalquality_core.adapters.process_group import _LIVE_LOCK as _LIVE_LOCK  # noqa: F401  (mcp_stdio)
+from evalquality_core.adapters.process_group import _RAW_GROUPS as _LIVE_GROUPS  # noqa: F401
 from evalquality_core.adapters.process_group import (
     LegProcess,
     kill_all_live_groups,

@@ -55,24 +55,30 @@ USE_PIDFD = True
 
 _LIVE: dict[int, LegProcess] = {}
 _LIVE_LOCK = threading.Lock()
+#: Groups an adapter started itself (not through ``LegProcess``) and registered here under ``_LIVE_LOCK``,
+#: so ``kill_all_live_groups`` reaches them too (the MCP stdio adapter's servers).
+_RAW_GROUPS: set[int] = set()
 
 
 def live_process_groups() -> frozenset[int]:
     """The process-group ids of every target this process is running right now."""
     with _LIVE_LOCK:
-        return frozenset(_LIVE)
+        return frozenset(_LIVE) | frozenset(_RAW_GROUPS)
 
 
 def kill_all_live_groups() -> list[int]:
-    """Kill every live leg (its watchdog kills the tree; the group is also SIGKILLed from here);
-    return the pgids. Call it from a ``BaseException`` handler; it also runs at exit."""
+    """Kill every live leg (its watchdog kills the tree; the group is also SIGKILLed from here) and
+    every registered raw group; return the pgids. Call it from a ``BaseException`` handler; it also
+    runs at exit."""
     with _LIVE_LOCK:
         legs = list(_LIVE.items())
-    for pgid, leg in legs:
+        raw = list(_RAW_GROUPS)
+    for _pgid, leg in legs:
         leg.kill()
+    for pgid in [pgid for pgid, _ in legs] + raw:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
-    return [pgid for pgid, _ in legs]
+    return [pgid for pgid, _ in legs] + raw
 
 
 atexit.register(kill_all_live_groups)

@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
+from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
 from evalquality_core.probe.policy import CommandTargetPolicy, parse_command_target_policy
 
 __all__ = [
+    "API_TARGET_KEYS",
     "TARGET_KEYS",
     "TargetCoverage",
     "TargetRegistry",
+    "cross_check_api_targets",
     "cross_check_targets",
     "parse_targets",
 ]
@@ -64,6 +68,40 @@ _CAMEL = {
     "end_of_options": "endOfOptions",
     "dash_positionals": "dashPositionals",
 }
+#: The keys of one ``[[target]]`` table with ``kind = "api"`` (an HTTP authorization, preflight-
+#: adapter.md §4.9), in the order the README documents them; all required, no defaults.
+API_TARGET_KEYS: tuple[str, ...] = (
+    "interface_id",
+    "scheme",
+    "host",
+    "port",
+    "addresses",
+    "methods",
+    "safe_methods",
+    "max_redirects",
+    "max_elapsed_ms",
+    "max_request_bytes",
+    "max_response_bytes",
+)
+_API_CAMEL = {
+    "interface_id": "interfaceId",
+    "scheme": "scheme",
+    "host": "host",
+    "port": "port",
+    "addresses": "addresses",
+    "methods": "methods",
+    "safe_methods": "safeMethods",
+    "max_redirects": "maxRedirects",
+    "max_elapsed_ms": "maxElapsedMs",
+    "max_request_bytes": "maxRequestBytes",
+    "max_response_bytes": "maxResponseBytes",
+}
+#: api fields that may hold ``{name}`` placeholders; ``port`` may be exactly one placeholder (a
+#: string in TOML) filled with a decimal port number.
+_API_TEMPLATED = ("host", "port", "addresses")
+#: Stand-ins used only to validate a templated api entry's shape at parse time.
+_API_STAND_INS = {"host": "placeholder.invalid", "port": 1, "addresses": "127.0.0.1"}
+_KINDS = ("cli", "api", "mcp")
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 _TEMPLATED = ("target", "target_args", "cwd")
 
@@ -80,6 +118,10 @@ class TargetRegistry:
     source: str
     entries: tuple[Mapping[str, Any], ...]
     placeholders: frozenset[str]
+    #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
+    mcp_entries: tuple[Mapping[str, Any], ...] = ()
+    #: The ``kind = "api"`` entries (wire-shaped ``ProbeTargetAuthorization``s, templates unfilled).
+    api_entries: tuple[Mapping[str, Any], ...] = ()
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""
@@ -104,6 +146,76 @@ class TargetRegistry:
             authorizations.append(filled)
         return parse_command_target_policy({"authorizations": authorizations}, self.source)
 
+    def to_mcp_policy(self, substitutions: Mapping[str, str] | None = None) -> McpTargetPolicy:
+        """The tool-server policy of the ``kind = "mcp"`` tables, placeholders filled."""
+        return mcp_policy_from_entries(self.mcp_entries, dict(substitutions or {}), self.source)
+
+    def api_interfaces(self) -> list[str]:
+        """The interface ids of the api entries, in declaration order (repeats kept once)."""
+        return list(dict.fromkeys(entry["interfaceId"] for entry in self.api_entries))
+
+    def to_api_policy(self, substitutions: Mapping[str, str] | None = None) -> ProbeTargetPolicy:
+        """Fill the placeholders of the api entries and return their typed ``ProbeTargetPolicy``;
+        a missing substitution, or a ``port`` that is not a number once filled, is refused."""
+        values = dict(substitutions or {})
+        authorizations = [_fill_api_entry(entry, values, self.source) for entry in self.api_entries]
+        return parse_probe_target_policy({"authorizations": authorizations}, self.source)
+
+
+def _api_placeholders(entry: Mapping[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for key in ("host", "port", "addresses"):
+        value = entry[key]
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                found.update(_PLACEHOLDER.findall(text))
+    return found
+
+
+def _fill_api_entry(entry: Mapping[str, Any], values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    missing = sorted(_api_placeholders(entry) - set(values))
+    if missing:
+        raise _fault(source, f"no value given for placeholder(s) {', '.join('{' + m + '}' for m in missing)}")
+
+    def fill(text: Any) -> Any:
+        return _PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), text) if isinstance(text, str) else text
+
+    filled = dict(entry)
+    filled["host"] = fill(entry["host"])
+    filled["addresses"] = [fill(a) for a in entry["addresses"]]
+    port = fill(entry["port"])
+    if isinstance(port, str):
+        if not port.isdigit():
+            raise _fault(source, f'port of interface "{entry["interfaceId"]}" is "{port}" once filled, not a number')
+        port = int(port)
+    filled["port"] = port
+    return filled
+
+
+def _api_entry(table: Mapping[str, Any], where: str, source: str) -> dict[str, Any]:
+    extra = sorted(set(table) - set(API_TARGET_KEYS) - {"kind"})
+    if extra:
+        raise _fault(source, f"{where} has unknown key(s) {', '.join(extra)}")
+    absent = [key for key in API_TARGET_KEYS if key not in table]
+    if absent:
+        raise _fault(source, f"{where} lacks required key(s) {', '.join(absent)} (there are no defaults)")
+    entry = {_API_CAMEL[key]: table[key] for key in API_TARGET_KEYS}
+    port = entry["port"]
+    if isinstance(port, str) and not _PLACEHOLDER.fullmatch(port):
+        raise _fault(source, f'{where} port "{port}" is neither a number nor one {{name}} placeholder')
+    stand_ins = {name: _API_STAND_INS["port"] for name in _PLACEHOLDER.findall(port)} if isinstance(port, str) else {}
+    for key in ("host", "addresses"):
+        value = entry[key]
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str):
+                for name in _PLACEHOLDER.findall(text):
+                    stand_ins.setdefault(name, _API_STAND_INS[key])
+    try:
+        parse_probe_target_policy({"authorizations": [_fill_api_entry(entry, stand_ins, source)]}, f"{source}:{where}")
+    except RuntimeFault as fault:
+        raise _fault(source, f"{where} ({table.get('interface_id')!r}): {fault.detail}") from None
+    return entry
+
 
 def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     """Parse and validate ``targets.toml`` text; any problem is ``schema-parse-failure`` at ``source``.
@@ -123,12 +235,30 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     if not isinstance(tables, list):
         raise _fault(source, "target must be an array of tables ([[target]])")
     entries: list[dict[str, Any]] = []
+    mcp_entries: list[dict[str, Any]] = []
+    api_entries: list[dict[str, Any]] = []
     placeholders: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for index, table in enumerate(tables):
         where = f"target[{index}]"
         if not isinstance(table, dict):
             raise _fault(source, f"{where} is not a table")
+        kind = table.get("kind", "cli")
+        if kind not in _KINDS:
+            raise _fault(source, f'{where} has kind {kind!r}; expected "cli" (the default), "api" or "mcp"')
+        if kind == "mcp":
+            mcp_entry, used = parse_mcp_target(table, source, where)
+            if any(other["interfaceId"] == mcp_entry["interfaceId"] for other in mcp_entries):
+                raise _fault(source, f"{where} registers tool server {mcp_entry['interfaceId']!r} a second time")
+            mcp_entries.append(mcp_entry)
+            placeholders.update(used)
+            continue
+        if kind == "api":
+            api_entry = _api_entry(table, where, source)
+            placeholders.update(_api_placeholders(api_entry))
+            api_entries.append(api_entry)
+            continue
+        table = {key: value for key, value in table.items() if key != "kind"}
         extra = sorted(set(table) - set(TARGET_KEYS))
         if extra:
             raise _fault(source, f"{where} has unknown key(s) {', '.join(extra)}")
@@ -152,7 +282,13 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             raise _fault(source, f"{where} registers interface {pair[0]!r} and executable {pair[1]!r} a second time")
         seen.add(pair)
         entries.append(entry)
-    return TargetRegistry(source=source, entries=tuple(entries), placeholders=frozenset(placeholders))
+    return TargetRegistry(
+        source=source,
+        entries=tuple(entries),
+        placeholders=frozenset(placeholders),
+        mcp_entries=tuple(mcp_entries),
+        api_entries=tuple(api_entries),
+    )
 
 
 @dataclass(frozen=True)
@@ -226,4 +362,36 @@ def cross_check_targets(registry: TargetRegistry, contracts: Iterable[Any]) -> T
                     if row4 not in unpermitted:
                         unpermitted.append(row4)
     unused = tuple(pair for pair in registry.pairs() if pair not in named)
+    return TargetCoverage(tuple(unregistered), tuple(unpermitted), unused)
+
+
+def cross_check_api_targets(registry: TargetRegistry, contracts: Iterable[Any]) -> TargetCoverage:
+    """The same two-way check for api contracts: every api interface a contract names must be
+    registered, with every method its operations use; every registered api interface must be
+    named. Rows reuse ``TargetCoverage`` with the method in the executable slot."""
+    methods: dict[str, set[str]] = {}
+    for entry in registry.api_entries:
+        methods.setdefault(entry["interfaceId"], set()).update(entry["methods"])
+    named: set[str] = set()
+    unregistered: list[tuple[str, str, str]] = []
+    unpermitted: list[tuple[str, str, str, tuple[str, ...]]] = []
+    for contract in contracts:
+        wire = _wire(contract)
+        contract_id = str(wire.get("contractId", "?"))
+        for interface in wire.get("permittedInterfaces", []):
+            if interface.get("kind") != "api":
+                continue
+            logical = interface["logicalId"]
+            named.add(logical)
+            for operation in interface.get("operations", []):
+                method = str(operation.get("method", ""))
+                if logical not in methods:
+                    row = (contract_id, logical, method)
+                    if row not in unregistered:
+                        unregistered.append(row)
+                elif method not in methods[logical]:
+                    row4 = (contract_id, logical, method, ())
+                    if row4 not in unpermitted:
+                        unpermitted.append(row4)
+    unused = tuple((interface, "") for interface in registry.api_interfaces() if interface not in named)
     return TargetCoverage(tuple(unregistered), tuple(unpermitted), unused)

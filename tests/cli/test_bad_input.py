@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from corpus.tools.staging import tree_digest
+from evalquality_core.suite.load import tree_digest
 from tests.adapters.command_subject import FIXTURES, request
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

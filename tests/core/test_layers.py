@@ -2,7 +2,7 @@
 
 - ``evalquality_core`` never imports ``prefect``, ``tasks`` or ``flows``;
 - ``tasks`` never imports ``flows``;
-- inside the core, only the adapters and the CLI may touch the world (``subprocess``, ``os``,
+- inside the core, only the adapters, the suite package and the CLI may touch the world (``subprocess``, ``os``,
   ``time``, ``random``, ``signal``, ``shutil``, ``tempfile``, ``pathlib``, ``socket``...).
 """
 
@@ -22,6 +22,8 @@ WORLD_MODULES = {
     "tempfile",
     "pathlib",
     "socket",
+    "httpx",
+    "httpcore",
     "select",
     "selectors",
     "threading",
@@ -29,8 +31,9 @@ WORLD_MODULES = {
     "datetime",
     "uuid",
 }
-#: Sub-packages of the core allowed to touch processes and files.
-WORLD_TOUCHING = ("evalquality_core/adapters/", "evalquality_core/cli/")
+#: Sub-packages of the core allowed to touch processes and files: the probe adapters, the CLI, and the
+#: suite reader/stager/evaluator/generator (an adapter between a suite folder on disk and the pure stages).
+WORLD_TOUCHING = ("evalquality_core/adapters/", "evalquality_core/cli/", "evalquality_core/suite/")
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

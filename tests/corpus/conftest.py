@@ -11,6 +11,8 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SUITES = PROJECT_ROOT / "corpus" / "suites"
 POLICY = PROJECT_ROOT / "corpus" / "scoring-policy.json"
+#: The suites of the corpus, read from the folder (never a hard-coded list): a suite added there is checked too.
+SUITE_NAMES = sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file())
 
 
 def read(path: Path) -> Any:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from corpus.tools.generate import GenerationError, Output, designated_oracle, generate_suite
-from corpus.tools.staging import StagingError
-from tests.corpus.conftest import PROJECT_ROOT, SUITES, probe_ids, read
+from evalquality_core.suite.generate import GenerationError, Output, designated_oracle, generate_suite
+from evalquality_core.suite.load import StagingError
+from tests.corpus.conftest import PROJECT_ROOT, SUITE_NAMES, SUITES, probe_ids, read
 
 
 def test_generate_check_finds_every_probe_and_evidence_file_up_to_date() -> None:
@@ -26,7 +26,7 @@ def test_generate_check_finds_every_probe_and_evidence_file_up_to_date() -> None
     assert "up to date" in result.stdout
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_evidence_shows_baseline_passing_and_mutation_failing(suite: str) -> None:
     for probe_id in probe_ids(suite):
         probe = read(SUITES / suite / "probes" / f"{probe_id}.json")

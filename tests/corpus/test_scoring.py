@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from corpus.tools.evaluator import load_suite, preflight_probe, write_trial
-from corpus.tools.staging import tree_digest
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.pipeline import run_score
-from tests.corpus.conftest import POLICY, SUITES, probe_ids, read
+from evalquality_core.suite.evaluator import load_suite, preflight_probe, write_trial
+from evalquality_core.suite.load import tree_digest
+from tests.corpus.conftest import POLICY, SUITE_NAMES, SUITES, probe_ids, read
 
 TRIALS = (1, 2, 3)
 
@@ -45,7 +45,7 @@ def _codes(run: Any) -> list[str]:
     return [failure.code for failure in run.qualification.failures]
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_stored_trials_are_three_per_probe_and_ingest_cleanly(suite: str) -> None:
     for probe_id in probe_ids(suite):
         base, trials = _trial_files(suite, probe_id)
@@ -98,11 +98,19 @@ def test_review_defect_probes_with_exit_code_signatures_are_caught(probe_id: str
     assert as_wire(run.artifact)["strength"]["vector"]["defect"] == {"caught": 1, "exercised": 1, "rate": 1}
 
 
-@pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-007"), ("trace", "P-001"), ("trace", "P-002"), ("trace", "P-003")])
+@pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-007"), ("trace", "P-001"), ("trace", "P-002")])
 def test_artifact_signatures_are_refused_by_qualification(suite: str, probe_id: str) -> None:
     run = score_stored(suite, probe_id)
     assert "condition-artifact-channel-contract-local" in _codes(run)
     assert run.artifact is None and run.ladder.exit_code == 3
+
+
+def test_trace_gate_probe_with_a_stdout_signature_qualifies_and_is_caught() -> None:
+    """trace P-003 states its plant on stdout (response side): it qualifies, is exercised, and is caught."""
+    run = score_stored("trace", "P-003")
+    assert _codes(run) == []
+    artifact = as_wire(run.artifact)
+    assert artifact["strength"]["vector"]["defect"] == {"caught": 1, "exercised": 1, "rate": 1}
 
 
 @pytest.mark.parametrize(("suite", "probe_id"), [("review", "P-008"), ("trace", "P-004")])
@@ -122,7 +130,7 @@ def weakened(contract: dict[str, Any]) -> dict[str, Any]:
 
 
 def _live_score(contract: dict[str, Any], tmp_path: Path) -> Any:
-    suite = load_suite("notes")
+    suite = load_suite(SUITES / "notes")
     suite = type(suite)(suite.name, suite.root, contract, suite.probes, suite.choices, suite.baseline_steps, suite.targets_text)
     verdict = preflight_probe(suite, "P-001")
     records, manifest, configuration = [], None, None
@@ -153,8 +161,8 @@ def test_weakened_contract_without_read_back_oracle_misses_the_silent_write(tmp_
 @pytest.mark.parametrize(("suite", "probe_id"), [("notes", "P-001"), ("review", "P-007"), ("trace", "P-004")])
 def test_stored_trials_are_what_the_reference_evaluator_writes(suite: str, probe_id: str, tmp_path: Path) -> None:
     """Stored trials are produced by the evaluator, never typed: a re-run writes the same bytes."""
-    relative = Path("corpus") / "suites" / suite / "trials" / probe_id / "trial-2"
-    write_trial(load_suite(suite), probe_id, 2, tmp_path / relative, reference_root=tmp_path)
+    relative = Path("trials") / probe_id / "trial-2"
+    write_trial(load_suite(SUITES / suite), probe_id, 2, tmp_path / relative, reference_root=tmp_path)
     stored = SUITES / suite / "trials" / probe_id / "trial-2"
     names = sorted(p.name for p in stored.iterdir())
     assert names == ["actions.jsonl", "evaluator-configuration.json", "isolation-manifest.json", "sealed-run-record.json"]

@@ -9,18 +9,34 @@ import sys
 
 import pytest
 
-from corpus.tools.staging import load_mutations, suite_names
 from evalquality_core.probe.targets import cross_check_targets, parse_targets
-from tests.corpus.conftest import SUITES, probe_ids, read
+from evalquality_core.suite.load import load_mutations, suite_names
+from tests.corpus.conftest import PROJECT_ROOT, SUITE_NAMES, SUITES, probe_ids, read
 
 CLI = [sys.executable, "-m", "evalquality_core"]
 
 
-def test_the_three_suites_are_present() -> None:
-    assert suite_names() == ["notes", "review", "trace"]
+def test_the_weak_suite_is_the_notes_suite_without_its_read_back_oracle() -> None:
+    """notes-weak reuses notes' probes byte for byte (probes-from) and drops only O-001, the read-back."""
+    strong, weak = read(SUITES / "notes" / "contract.json"), read(SUITES / "notes-weak" / "contract.json")
+    assert [o["id"] for o in strong["oracles"] if o["id"] not in {w["id"] for w in weak["oracles"]}] == ["O-001"]
+    assert {b["id"]: b["oracles"] for b in weak["behaviors"]}["B-001"] == []
+    for probe_id in probe_ids("notes"):
+        name = f"probes/{probe_id}.json"
+        assert (SUITES / "notes-weak" / name).read_bytes() == (SUITES / "notes" / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+def test_the_baselines_cover_exactly_the_suites_in_the_corpus() -> None:
+    """The suite set is read from corpus/suites/; adding one changes what the tests check, and the two
+    baselines must be rewritten with it deliberately (each flow's ``--update-baseline``)."""
+    assert SUITE_NAMES == suite_names(SUITES) and SUITE_NAMES, "the corpus holds at least one suite"
+    preflight = read(PROJECT_ROOT / "corpus" / "expected-preflight.json")["probes"]
+    assert sorted({key.split("/")[0] for key in preflight}) == SUITE_NAMES, "rewrite: python -m flows.preflight --update-baseline"
+    strength = read(PROJECT_ROOT / "corpus" / "expected-strength.json")
+    assert sorted(strength) == SUITE_NAMES, "rewrite: python -m flows.contract_strength --update-baseline"
+
+
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 @pytest.mark.parametrize("command", ["compile", "seal"])
 def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -> None:
     result = subprocess.run(
@@ -30,7 +46,7 @@ def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -
     assert result.stdout.endswith("\n") and "\n" not in result.stdout[:-1], "one canonical JSON line"
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_target_registry_cross_checks_with_the_contract(suite: str) -> None:
     registry = parse_targets((SUITES / suite / "targets.toml").read_text(encoding="utf-8"), f"{suite}/targets.toml")
     coverage = cross_check_targets(registry, [read(SUITES / suite / "contract.json")])
@@ -41,7 +57,7 @@ def test_target_registry_cross_checks_with_the_contract(suite: str) -> None:
         assert authorization.cwd == "work", "commands run in the staged working directory, not beside the system"
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_fixture_sets_are_named_after_their_content(suite: str) -> None:
     names = [p.name for p in (SUITES / suite / "fixtures").iterdir() if p.is_dir()]
     assert names, "every suite stages at least one fixture set"
@@ -50,7 +66,12 @@ def test_fixture_sets_are_named_after_their_content(suite: str) -> None:
         assert not {"clean", "seeded", "mutant", "mutated", "baseline", "defect"} & set(name.split("-")), name
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+#: Suites that earn their own probes: a ``probes-from`` suite (notes-weak) borrows another's on purpose,
+#: with a contract too weak for them (its own test above).
+OWN_PROBES = [name for name in SUITE_NAMES if "probes-from" not in (SUITES / name / "suite.toml").read_text()]
+
+
+@pytest.mark.parametrize("suite", OWN_PROBES)
 def test_every_probe_names_a_behaviour_with_exactly_one_oracle(suite: str) -> None:
     contract = read(SUITES / suite / "contract.json")
     oracles_of = {b["id"]: b["oracles"] for b in contract["behaviors"]}
@@ -60,9 +81,9 @@ def test_every_probe_names_a_behaviour_with_exactly_one_oracle(suite: str) -> No
         assert len(oracles_of[probe["behaviorId"]]) == 1, f"{suite} {probe_id}"
 
 
-@pytest.mark.parametrize("suite", ["notes", "review", "trace"])
+@pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_every_non_clean_probe_has_exactly_one_mutation_and_no_clean_control_has_one(suite: str) -> None:
-    mutations = load_mutations(suite)
+    mutations = load_mutations(SUITES / suite)
     for probe_id in probe_ids(suite):
         probe = read(SUITES / suite / "probes" / f"{probe_id}.json")
         assert (probe_id in mutations) == (not probe["expectedClean"]), f"{suite} {probe_id}"
@@ -96,3 +117,29 @@ def test_review_fixture_plants_six_different_defect_kinds_beside_a_clean_file(tm
             rules.append(findings[0]["rule"])
     assert len(rules) >= 6 and len(set(rules)) == len(rules)
     assert clean == ["test_cart_totals.py"]
+
+
+def _public_references(node: object) -> list[dict[str, object]]:
+    if isinstance(node, dict):
+        own = [node] if node.get("storage") == "public" and "path" in node and "digest" in node else []
+        return own + [ref for value in node.values() for ref in _public_references(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in _public_references(value)]
+    return []
+
+
+@pytest.mark.parametrize("suite", SUITE_NAMES)
+def test_every_stored_reference_is_relative_to_the_suite_folder_and_verifies(suite: str) -> None:
+    """A suite can be moved or copied anywhere: every public reference its probes and trials store is a
+    path relative to the suite folder, and the file there has the digest the reference declares."""
+    from evalquality_core.canonical import digest_bytes
+
+    root = SUITES / suite
+    stored = sorted((root / "probes").glob("*.json")) + sorted((root / "trials").rglob("sealed-run-record.json"))
+    references = [(path, ref) for path in stored for ref in _public_references(read(path))]
+    assert references, "the suite stores references"
+    for path, ref in references:
+        target = root / str(ref["path"])
+        assert not str(ref["path"]).startswith(("/", "corpus/")) and ".." not in str(ref["path"]).split("/"), (path, ref)
+        assert target.is_file(), (path, ref["path"])
+        assert digest_bytes(target.read_bytes()) == ref["digest"], (path, ref["path"])

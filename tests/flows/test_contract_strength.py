@@ -19,6 +19,7 @@ import pytest
 from evalquality_core.artifacts.evidence import EvidenceArtifact
 from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
 from evalquality_core.canonical import digest_artifact, scan_json
+from evalquality_core.preflight.plan import plan_preflight
 from flows.contract_strength import (
     COST_FILE,
     StrengthRun,
@@ -58,6 +59,12 @@ def make_corpus(root: Path) -> Path:
             shutil.rmtree(suite / "trials" / probe.stem, ignore_errors=True)
     recorded = json.loads((source / "expected-strength.json").read_text())["notes"]
     recorded["probes"] = {pid: entry for pid, entry in recorded["probes"].items() if pid in KEPT}
+    # Every probe is scored under one suite-wide pre-flight, whose leg count is the cut suite's: the
+    # core planner over the kept probes says how many legs that is.
+    probes = [json.loads((suite / "probes" / f"{pid}.json").read_text()) for pid in KEPT]
+    legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut").legs)
+    for entry in recorded["probes"].values():
+        entry["preflightLegs"] = legs
     (corpus / "expected-strength.json").write_text(json.dumps({"notes": recorded}, indent=2))
     return corpus
 
@@ -87,12 +94,23 @@ def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(
     folder = out / "notes"
     document = read_suite_strength(folder / "contract-strength.json")
     assert set(document.probes) == set(KEPT)
+    # One suite-wide pre-flight verdict; every probe's evidence carries its fixture digest.
+    verdict = scan_json((folder / "preflight.json").read_bytes())
+    assert PreflightVerdict.model_validate(verdict, by_alias=True).passed is True
+    assert document.preflight == "passed" and document.fixture_digest == verdict["fixtureDigest"]
+    assert not list(folder.glob("preflight-*.json"))
     for pid in KEPT:
-        verdict = scan_json((folder / f"preflight-{pid}.json").read_bytes())
-        assert PreflightVerdict.model_validate(verdict, by_alias=True).passed is True
         evidence = scan_json((folder / f"evidence-{pid}.json").read_bytes())
         EvidenceArtifact.model_validate(evidence, by_alias=True)
         assert document.probes[pid].evidence_digest == digest_artifact(evidence)
+        assert evidence["scoringVersionInputs"]["fixtureDigest"] == verdict["fixtureDigest"]
+    # The aggregate is accepted (one scoring version) and decided against suite.toml's floor.
+    assert document.aggregate_refusal is None and (folder / "strength-aggregate.json").is_file()
+    assert document.floors == {"defect": 0.8}
+    assert document.aggregate.defect.model_dump() == {
+        "exercised": 1, "caught": 1, "rate": 1, "eligible": 1, "comparable": True
+    }
+    assert document.floor_decisions["defect"].describe() == "meets (rate-meets-floor)"
     assert document.probes["P-001"].strength.defect.caught == 1
     assert (folder / "sealed-evaluator-brief.json").is_file()
 
@@ -125,11 +143,31 @@ def test_a_stored_catch_edited_into_a_miss_exits_1_naming_the_probe(tmp_path):
 
     result = run(corpus, tmp_path / "out")
     assert result.exit_code == 1, result.summary_lines()
+    # One trial of three missed: the probe is still caught (2/3 > catchThreshold), so the floor holds.
     assert result.gate.lines() == ["notes P-001: verdict moved CONCERNS -> FAIL"]
     assert result.counts.legs_spawned == 0  # the environment did not change: every leg from the cache
     assert result.documents["notes"].probes["P-001"].basis == [
         "oracle O-001 resolved missed at or above the severity floor"
     ]
+
+
+def test_every_trial_edited_into_a_miss_moves_the_floor_decision_too(tmp_path):
+    corpus = make_corpus(tmp_path)
+    for record_path in sorted((corpus / "suites/notes/trials/P-001").glob("trial-*/sealed-run-record.json")):
+        record = json.loads(record_path.read_text())
+        for disposition in record["oracleDispositions"]:
+            if disposition["oracleId"] == "O-001":
+                disposition["disposition"] = "held"
+        record["findings"] = [f for f in record["findings"] if f["oracleId"] != "O-001"]
+        record_path.write_text(json.dumps(record))
+
+    result = run(corpus, tmp_path / "out")
+    assert result.exit_code == 1, result.summary_lines()
+    assert result.gate.lines() == [
+        "notes: defect floor decision moved meets (rate-meets-floor) -> does-not-meet (rate-below-floor)",
+        "notes P-001: verdict moved CONCERNS -> FAIL",
+    ]
+    assert result.documents["notes"].aggregate.defect.rate == 0
 
 
 def test_a_defused_seeded_fault_fails_preflight_and_exits_2_naming_the_check(tmp_path):
@@ -143,9 +181,12 @@ def test_a_defused_seeded_fault_fails_preflight_and_exits_2_naming_the_check(tmp
 
     result = run(corpus, tmp_path / "out")
     assert result.exit_code == 2, result.summary_lines()
-    assert "notes P-001: pre-flight moved passed -> failed: seeded-fault-fired" in result.gate.lines()
-    assert result.documents["notes"].probes["P-001"].verdict is None
-    assert "pre-flight verdict did not pass" in result.documents["notes"].probes["P-001"].basis
+    # One suite-wide pre-flight: its failure is the suite's, and every probe is scored under it.
+    assert "notes: suite-wide pre-flight moved passed -> failed: seeded-fault-fired" in result.gate.lines()
+    for pid in KEPT:
+        assert f"notes {pid}: pre-flight moved passed -> failed: seeded-fault-fired" in result.gate.lines()
+        assert result.documents["notes"].probes[pid].verdict is None
+        assert "pre-flight verdict did not pass" in result.documents["notes"].probes[pid].basis
 
 
 def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):

@@ -37,8 +37,10 @@ def _moved(conformance, suite, probe, **changes):
 def test_the_reference_baseline_reads_and_projects_back_to_itself(conformance, recorded):
     assert len(recorded) == 15 and sum(len(s.probes) for s in recorded.values()) == 59
     documents = tea_documents(conformance)
+    suite_wide = {"preflight", "floors", "aggregate", "floor_decisions"}  # ours only; A.11 records none
     for name, document in documents.items():
-        assert project_suite(document) == recorded[name]
+        assert all(getattr(recorded[name], field) is None for field in suite_wide)
+        assert project_suite(document).model_dump(exclude=suite_wide) == recorded[name].model_dump(exclude=suite_wide)
 
 
 def test_a_run_that_reproduces_every_probe_exits_0(conformance, recorded):
@@ -167,3 +169,44 @@ def test_the_command_gates_documents_already_written(conformance, tmp_path, caps
     assert main(["--out", str(out), "--baseline", str(baseline), "--update-baseline"]) == EXIT_MATCHED
     (out / "nfr" / "contract-strength.json").write_text('{"document": "contract-strength"}')
     assert main(["--out", str(out), "--baseline", str(baseline)]) == EXIT_ENVIRONMENT
+
+
+def _with_floor_decisions(document, decision):
+    """``document`` with a defect floor of 0.8 decided ``decision`` (``meets`` or ``does-not-meet``), or refused (None)."""
+    from flows.strength_document import FloorDecision
+
+    if decision is None:
+        return document.model_copy(update={"floor_decisions": None, "aggregate_refusal": "strength-inputs-disagree"})
+    basis = "rate-meets-floor" if decision == "meets" else "rate-below-floor"
+    undeclared = FloorDecision(floor=None, decision="undeclared", basis="no-floor-declared")
+    decisions = {"defect": FloorDecision(floor=0.8, decision=decision, basis=basis), "gameability": undeclared,
+                 "zero-action": undeclared}
+    return document.model_copy(update={"floors": {"defect": 0.8}, "floor_decisions": decisions})
+
+
+@pytest.mark.parametrize(
+    ("was", "now", "line"),
+    [
+        ("meets", "does-not-meet", "defect floor decision moved meets (rate-meets-floor) -> does-not-meet (rate-below-floor)"),
+        ("does-not-meet", "meets", "defect floor decision moved does-not-meet (rate-below-floor) -> meets (rate-meets-floor)"),
+        ("meets", None, "defect floor decision moved meets (rate-meets-floor) -> refused"),
+    ],
+)
+def test_a_moved_floor_decision_exits_1_and_names_the_suite_and_class(conformance, was, now, line):
+    documents = tea_documents(conformance)
+    recorded_documents = dict(documents, nfr=_with_floor_decisions(documents["nfr"], was))
+    recorded = {name: project_suite(document) for name, document in recorded_documents.items()}
+    same = compare_with_baseline(recorded_documents, recorded)
+    assert same.exit_code == EXIT_MATCHED, same.lines()
+    moved = compare_with_baseline(dict(documents, nfr=_with_floor_decisions(documents["nfr"], now)), recorded)
+    assert moved.exit_code == EXIT_MEASURED_MOVE
+    assert f"nfr: {line}" in moved.lines()
+
+
+def test_a_moved_suite_wide_preflight_is_an_environment_move(conformance):
+    documents = tea_documents(conformance)
+    recorded = {name: project_suite(document) for name, document in documents.items()}
+    failed = documents["nfr"].model_copy(update={"preflight": "failed: seeded-faults-scoped"})
+    result = compare_with_baseline(dict(documents, nfr=failed), recorded)
+    assert result.exit_code == EXIT_ENVIRONMENT
+    assert "nfr: suite-wide pre-flight moved passed -> failed: seeded-faults-scoped" in result.lines()

@@ -1,0 +1,273 @@
+"""Scaling benchmark of the pre-flight flow; prints ratios against baselines measured in the same run.
+
+For each N in ``--sizes`` (default 10, 30, 100) synthetic suites (``corpus/tools/synthesize.py``: real
+systems, each with its own system digest, so no leg collapses across suites), in a fresh child process
+with its own eval-quality home and embedded Prefect server:
+
+* **first run**: wall time of the pre-flight flow with an empty leg cache (every distinct leg spawns);
+* **cached re-run**: wall time of the same flow again (nothing spawns; best of two);
+* **start-up**: wall time of a flow of one no-op task in the same process (creating and finishing a
+  flow run on the already running server);
+* **per-leg overhead** = the cached re-run's flow body (its wall time minus the start-up of creating
+  and finishing the flow run) / planned legs; the same for a Prefect flow of as many no-op tasks as the
+  cached re-run creates task runs (compile, plan, spawn-leg, reduce), on the same thread pool: their
+  **ratio** (aim <= 1.5 at the largest N);
+* **growth**: per-leg overhead at the largest N over the smallest (aim <= 1.2: linear);
+* **peak RSS per 1,000 legs**: the child's peak resident set minus its resident set before the first
+  run, per 1,000 planned legs (the embedded server is another process and is not counted);
+* **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
+  through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8).
+
+Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128]``.
+Nothing is written outside temp directories; the table is printed at the end (and as JSON with
+``--json``). Takes several minutes on 2 cores (the first run at N = 100 spawns about 1,000 legs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PROJECT = Path(__file__).resolve().parent.parent
+SLEEP_S = 0.5
+#: Pause before each timed flow: back-to-back flows on SQLite hit 503 back-offs (prefect.md §8).
+PAUSE_S = 3.0
+
+
+def _rss_mib() -> float:
+    """This process's current resident set (MiB), from /proc."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        pages = int(handle.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident set so far (MiB; ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = function(*args, **kwargs)
+    return time.perf_counter() - started, result
+
+
+def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: int) -> dict[str, Any]:
+    """One N, in this (child) process: see the module docstring. Returns the figures as a dict."""
+    home = Path(tempfile.mkdtemp(prefix=f"evalquality-scale-{count}-"))
+    os.environ["EVALQUALITY_HOME"] = str(home)
+    os.environ.pop("PREFECT_HOME", None)
+    # After a flow of thousands of task runs the embedded SQLite server stays busy recording their events
+    # for a minute or more and answers 503 meanwhile; the default 5 retries (about 60 s) ran out at N = 30.
+    os.environ["PREFECT_CLIENT_MAX_RETRIES"] = "10"
+    sys.path.insert(0, str(PROJECT))
+    importlib.import_module("flows")  # configures Prefect's home and logging before Prefect is imported
+    from prefect import flow, task
+    from prefect.cache_policies import NO_CACHE
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from corpus.tools.synthesize import synthesize
+    from evalquality_core.probe.policy import parse_command_target_policy
+    from flows.preflight import run_preflight_flow
+    from flows.settings import FlowSettings
+    from tasks.preflight import LegJob, spawn_leg
+
+    @task(name="no-op", cache_policy=NO_CACHE, persist_result=False)
+    def no_op(index: int) -> int:
+        """A task that does nothing: Prefect's per-task cost alone."""
+        return index
+
+    @flow(name="no-op-fan-out", validate_parameters=False)
+    def no_op_flow(tasks: int) -> float:
+        """``tasks`` no-op tasks on the flow's thread pool; the seconds inside the flow body."""
+        started = time.perf_counter()
+        futures = [no_op.submit(index) for index in range(tasks)]
+        for future in futures:
+            future.result()
+        return time.perf_counter() - started
+
+    def _no_staging(_workspace: Path) -> None:
+        """The sleeping command needs no staged files."""
+
+    @flow(name="fan-out", validate_parameters=False)
+    def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> float:
+        """``legs`` distinct requests of ``sleep 0.5``, one spawn-leg each; seconds from first submit to last answer."""
+        policy = parse_command_target_policy(
+            {
+                "authorizations": [
+                    {
+                        "interfaceId": "sleeper",
+                        "executable": "sleeper",
+                        "target": shutil.which("sleep") or "sleep",
+                        "targetArgs": [str(SLEEP_S)],
+                        "permittedSubcommandPaths": [[]],
+                        "permittedEnvironmentKeys": [],
+                        "cwd": ".",
+                        "artifacts": {},
+                        "maxElapsedMs": 60000,
+                        "maxOutputBytes": 65536,
+                    }
+                ]
+            }
+        )
+        started = time.perf_counter()
+        futures = []
+        for index in range(legs):
+            request = {
+                "kind": "cli",
+                "probeId": f"leg-{index}",
+                "interfaceId": "sleeper",
+                "operationId": "sleep",
+                "executable": "sleeper",
+                "subcommandPath": [],
+                "channels": {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}},
+            }
+            job = LegJob(request, f"scale-{index}", policy, _no_staging, cache_dir, "force", "scale", workspaces_dir)
+            futures.append(spawn_leg.submit("bench", "P-000", f"leg-{index}", job))
+        for future in futures:
+            future.result()
+        return time.perf_counter() - started
+
+    runner = ThreadPoolTaskRunner(max_workers=concurrency)
+    no_op_flow.with_options(task_runner=runner)(1)  # start the embedded server (not timed)
+    time.sleep(PAUSE_S)
+    startup_s, _ = _timed(no_op_flow.with_options(task_runner=runner), 1)
+
+    suites_dir = home / "suites"
+    synthesize(count, suites_dir)
+    settings = FlowSettings(
+        home=home, suites_dir=suites_dir, out_dir=home / "out", concurrency=concurrency,
+        baseline=suites_dir / "expected-preflight.json",
+    )
+    rss_before = _rss_mib()
+    time.sleep(PAUSE_S)
+    first_s, first = _timed(run_preflight_flow, settings)
+    legs = sum(row.legs_planned or 0 for row in first.probes)
+    probes = len(first.probes)
+    moved = [
+        f"{row.suite}/{row.probe_id}: {row.outcome}" for row in first.probes if row.outcome.startswith("fault")
+    ] + [f"{failure.suite}: {failure.message}" for failure in first.failures]
+    task_runs = count + probes + legs + probes  # compile, plan, spawn-leg, reduce
+    cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
+    cached = first
+    for _ in range(2):
+        time.sleep(PAUSE_S)
+        elapsed, cached = _timed(run_preflight_flow, settings)
+        cached_times.append(elapsed)
+        cached_bodies.append(cached.wall_seconds)
+        time.sleep(PAUSE_S)
+        elapsed, body = _timed(no_op_flow.with_options(task_runner=runner), task_runs)
+        noop_times.append(elapsed)
+        noop_bodies.append(body)
+    cached_s, noop_s = min(cached_times), min(noop_times)
+    peak = _peak_rss_mib()
+
+    figures: dict[str, Any] = {
+        "suites": count,
+        "probes": probes,
+        "legs": legs,
+        "distinct": first.distinct_spawns,
+        "spawned_first": first.spawned,
+        "spawned_cached": cached.spawned,
+        "task_runs": task_runs,
+        "first_s": first_s,
+        "cached_s": cached_s,
+        "startup_s": startup_s,
+        "noop_s": noop_s,
+        # Inside the flow body: the flow run's creation and finish (start-up) are left out, and with them
+        # the embedded SQLite server's 503 back-offs after a large flow (prefect.md §8), which are noise here.
+        "per_leg_ms": 1000 * min(cached_bodies) / legs,
+        "noop_per_leg_ms": 1000 * min(noop_bodies) / legs,
+        "peak_rss_mib": peak,
+        "rss_per_1000_legs_mib": 1000 * max(peak - rss_before, 0.0) / legs,
+        "faults": moved[:5],
+    }
+    if fan_legs:
+        fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
+        runs = []
+        for attempt in range(2):
+            time.sleep(PAUSE_S)
+            runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
+        ideal = fan_legs * SLEEP_S / fan_concurrency
+        figures.update(fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal)
+    shutil.rmtree(home, ignore_errors=True)
+    return figures
+
+
+def _child(count: int, args: argparse.Namespace, fan_legs: int) -> dict[str, Any]:
+    """Run one size in a fresh process (own home, own embedded server, own peak RSS)."""
+    command = [
+        sys.executable, __file__, "--one", str(count), "--concurrency", str(args.concurrency),
+        "--fan-legs", str(fan_legs), "--fan-concurrency", str(args.fan_concurrency),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"size {count} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    """The scaling table and the aims."""
+    print(
+        f"{'N':>4} {'probes':>6} {'legs':>6} {'distinct':>8} {'first s':>8} {'cached s':>8} {'start s':>7} "
+        f"{'ms/leg':>7} {'no-op ms/leg':>12} {'ratio':>6} {'RSS MiB/1k legs':>15}"
+    )
+    for row in rows:
+        ratio = row["per_leg_ms"] / row["noop_per_leg_ms"] if row["noop_per_leg_ms"] else float("nan")
+        print(
+            f"{row['suites']:>4} {row['probes']:>6} {row['legs']:>6} {row['distinct']:>8} {row['first_s']:>8.1f} "
+            f"{row['cached_s']:>8.1f} {row['startup_s']:>7.2f} {row['per_leg_ms']:>7.2f} "
+            f"{row['noop_per_leg_ms']:>12.2f} {ratio:>6.2f} {row['rss_per_1000_legs_mib']:>15.1f}"
+        )
+        if row["spawned_cached"] or row["faults"]:
+            print(f"     !! cached re-run spawned {row['spawned_cached']}; faults: {row['faults']}")
+    small, large = rows[0], rows[-1]
+    last_ratio = large["per_leg_ms"] / large["noop_per_leg_ms"] if large["noop_per_leg_ms"] else float("nan")
+    print(f"per-leg overhead vs no-op tasks at N={large['suites']}: ratio {last_ratio:.2f} (aim <= 1.5)")
+    if len(rows) > 1:
+        growth = large["per_leg_ms"] / small["per_leg_ms"] if small["per_leg_ms"] else float("nan")
+        print(f"growth of per-leg overhead N={large['suites']} over N={small['suites']}: {growth:.2f} (aim <= 1.2)")
+    fan = next((row for row in rows if row.get("fan_legs")), None)
+    if fan:
+        print(
+            f"fan-out: {fan['fan_legs']} legs x {SLEEP_S} s at concurrency {fan['fan_concurrency']}: measured "
+            f"{fan['fan_s']:.2f} s, ideal {fan['fan_ideal_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_s']:.2f} "
+            "(aim >= 0.8)"
+        )
+
+
+def main() -> int:
+    """Run every size in its own child process and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,30,100", help="comma-separated suite counts")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--fan-legs", type=int, default=128)
+    parser.add_argument("--fan-concurrency", type=int, default=32)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure_size(args.one, args.concurrency, args.fan_legs, args.fan_concurrency)))
+        return 0
+    sizes = [int(size) for size in args.sizes.split(",")]
+    rows = [_child(size, args, args.fan_legs if index == 0 else 0) for index, size in enumerate(sizes)]
+    print_table(rows)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+"""Reading a suite: its folder, declarations, mutations, settings, and the references it stores.
+
+A suite is any folder holding ``contract.json`` (harness.md A.1–A.3): ``suite.toml`` (the system id and
+where each fixture set lands under ``work/``), ``system/``, ``fixtures/``, ``targets.toml`` (the target
+registry), ``evaluator.json`` (the reference evaluator's choices), ``probes/P-*.json``, ``mutations/*.json``
+and, once generated, ``evidence/`` and ``trials/``. Optionally ``scoring-policy.json`` and
+``strength-floors.json`` (the suite's own; a corpus-wide file beside the suites folder is the fallback).
+
+**Every reference a suite stores is a '/'-separated path relative to the suite folder itself**
+(:func:`suite_relative`, :func:`public_reference`), so a suite can be moved, copied or kept in another
+repository and still verify: resolve a stored path against the folder the suite is in now.
+
+Every problem is a :class:`SuiteError` (or a subclass) whose message is one line naming the file and why.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.adapters.routing import ProbeRouter
+from evalquality_core.artifacts.base import read_artifact
+from evalquality_core.artifacts.contract import EvalContract
+from evalquality_core.artifacts.probe import Probe
+from evalquality_core.canonical import digest_bytes, digest_directory
+from evalquality_core.faults import RuntimeFault, StructuralFailure
+from evalquality_core.probe.targets import parse_targets
+
+#: The file every suite folder holds; a folder without it is not a suite.
+CONTRACT_FILE = "contract.json"
+#: A suite's own scoring policy; the corpus-wide fallback is the same name beside the suites folder.
+POLICY_FILE = "scoring-policy.json"
+#: A suite's own strength floors (harness.md A.5); the same fallback rule as the policy.
+FLOORS_FILE = "strength-floors.json"
+#: What belongs to a suite's evaluation corpus: digested into its corpus digest (:func:`corpus_digest`).
+CORPUS_MEMBERS: tuple[str, ...] = ("contract.json", "probes", "mutations", "trials")
+
+
+class SuiteError(Exception):
+    """A suite that cannot be read, staged, generated or run faithfully; one line naming the file and why."""
+
+
+class StagingError(SuiteError):
+    """A suite or mutation that cannot be staged faithfully; the message names the file and why."""
+
+
+class EvaluatorError(SuiteError):
+    """The reference evaluator could not run a trial faithfully; the message names the suite, step or file."""
+
+
+#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only).
+MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
+#: The keys of ``suite.toml``.
+SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
+#: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
+#: flow) and ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from"})
+#: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
+EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
+#: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and
+#: I/O errors. Anything else is a bug and keeps its traceback.
+TOOL_PROBLEMS: tuple[type[BaseException], ...] = (SuiteError, StructuralFailure, RuntimeFault, OSError)
+
+
+def problem_line(problem: BaseException) -> str:
+    """One line for a :data:`TOOL_PROBLEMS` problem: a fault as ``<code>: <artifactPath>: <detail>``, an
+    I/O error as ``<file>: <reason>``, anything else as its message."""
+    if isinstance(problem, (StructuralFailure, RuntimeFault)):
+        return " ".join(f"{problem.code}: {problem.artifact_path}: {problem.detail}".split())
+    if isinstance(problem, OSError) and problem.filename is not None:
+        return f"{problem.filename}: {problem.strerror or problem}"
+    return " ".join(str(problem).split())  # one line, whatever the message held
+
+
+def read_suite_text(path: Path) -> str:
+    """The UTF-8 text of a suite file; a missing, unreadable or undecodable file is a StagingError naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StagingError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise StagingError(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
+    except OSError as exc:
+        raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+
+
+def read_suite_json(path: Path) -> Any:
+    """The JSON value of a suite file (:func:`read_suite_text`); malformed JSON names the file, line and column."""
+    text = read_suite_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StagingError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def check_keys(path: Path, value: Any, required: frozenset[str], optional: frozenset[str] = frozenset()) -> None:
+    """Refuse a suite declaration that is not an object, lacks a required key or has an unknown one.
+
+    Unknown keys are refused rather than ignored because a misspelt key (``naivecheck``) would
+    otherwise silently change what the tools do.
+    """
+    if not isinstance(value, dict):
+        raise StagingError(f"{path}: expected an object, got {type(value).__name__}")
+    missing = sorted(required - set(value))
+    if missing:
+        raise StagingError(f"{path}: missing key(s) {', '.join(missing)}")
+    unknown = sorted(set(value) - required - optional)
+    if unknown:
+        raise StagingError(f"{path}: unknown key(s) {', '.join(unknown)}")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One controlled mutation declared as data in ``mutations/<name>.json``.
+
+    ``find`` must occur exactly once in the target file; applying the mutation replaces it with
+    ``replace``. ``naive_check`` is set on gameability variants only: the naive oracle (an
+    Expression) the degenerate response satisfies.
+    """
+
+    mutation_id: str
+    probe_id: str
+    operator: str
+    target: str
+    description: str
+    find: str
+    replace: str
+    naive_check: dict[str, Any] | None
+    source_path: Path
+
+    def apply(self, text: str) -> str:
+        """The target file's text with this mutation applied; refuses a find that is absent or repeated."""
+        count = text.count(self.find)
+        if count != 1:
+            raise StagingError(
+                f"{self.source_path}: the text to replace occurs {count} times in {self.target}, not exactly once"
+            )
+        return text.replace(self.find, self.replace)
+
+
+def is_suite(path: Path) -> bool:
+    """Whether ``path`` is a suite folder (it holds ``contract.json``)."""
+    return (Path(path) / CONTRACT_FILE).is_file()
+
+
+def suite_dir(suite: str | Path) -> Path:
+    """The folder of a suite given its path (absolute, or relative to the working directory)."""
+    path = Path(suite)
+    if not is_suite(path):
+        raise StagingError(f"{path}: not a suite (no {CONTRACT_FILE})")
+    return path
+
+
+def find_suites(root: Path) -> list[Path]:
+    """Every suite folder directly under ``root``, sorted by name; ``root`` may itself be one suite."""
+    root = Path(root)
+    if is_suite(root):
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(path for path in root.iterdir() if is_suite(path))
+
+
+def suite_names(root: Path) -> list[str]:
+    """The names of every suite directly under ``root``, sorted."""
+    return [path.name for path in find_suites(root) if path != Path(root)]
+
+
+def read_suite_settings(suite: str | Path) -> dict[str, Any]:
+    """The suite's ``suite.toml``: ``system-id`` and the ``fixtures`` table (fixture set → path under work/)."""
+    path = suite_dir(suite) / "suite.toml"
+    try:
+        settings = tomllib.loads(read_suite_text(path))
+    except tomllib.TOMLDecodeError as problem:
+        raise StagingError(f"{path}: not TOML: {problem}") from None
+    check_keys(path, settings, SUITE_SETTINGS_KEYS, SUITE_OPTIONAL_KEYS)
+    if not isinstance(settings["system-id"], str) or not settings["system-id"]:
+        raise StagingError(f"{path}: system-id must be a non-empty string")
+    if not isinstance(settings["fixtures"], dict) or not settings["fixtures"]:
+        raise StagingError(f"{path}: a [fixtures] table naming at least one fixture set is required")
+    for fixture_set, place in settings["fixtures"].items():
+        if not isinstance(place, str):
+            raise StagingError(f"{path}: fixtures.{fixture_set} must be a path under work/ (a string)")
+    return settings
+
+
+def load_mutations(suite: str | Path) -> dict[str, Mutation]:
+    """Every mutation of the suite, keyed by the probe id it serves (one mutation per probe)."""
+    mutations: dict[str, Mutation] = {}
+    for path in sorted((suite_dir(suite) / "mutations").glob("*.json")):
+        data = read_suite_json(path)
+        check_keys(path, data, MUTATION_KEYS, frozenset({"naiveCheck"}))
+        texts = sorted(key for key in MUTATION_KEYS if not isinstance(data[key], str))
+        if texts:
+            raise StagingError(f"{path}: {', '.join(texts)} must be string(s)")
+        if data.get("naiveCheck") is not None and not isinstance(data["naiveCheck"], dict):
+            raise StagingError(f"{path}: naiveCheck must be an Expression object or null")
+        mutation = Mutation(
+            mutation_id=path.stem,
+            probe_id=data["probeId"],
+            operator=data["operator"],
+            target=data["target"],
+            description=data["description"],
+            find=data["find"],
+            replace=data["replace"],
+            naive_check=data.get("naiveCheck"),
+            source_path=path,
+        )
+        if not mutation.target.startswith("system/"):
+            raise StagingError(f"{path}: a mutation's target must be a file under system/")
+        if mutation.probe_id in mutations:
+            raise StagingError(f"{path}: probe {mutation.probe_id} already has a mutation")
+        mutations[mutation.probe_id] = mutation
+    return mutations
+
+
+def mutation_for_probe(suite: str | Path, probe_id: str) -> Mutation | None:
+    """The mutation a probe plants, or None (a clean control plants nothing)."""
+    return load_mutations(suite).get(probe_id)
+
+
+# ------------------------------------------------------------------ references relative to the suite
+
+
+def suite_relative(path: Path, root: Path) -> str:
+    """``path`` as the '/'-separated path relative to ``root`` (a suite folder) that stored references hold."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        raise SuiteError(f"{path}: lies outside the suite folder {root}, and stored references are relative to it") from None
+
+
+def public_reference(path: Path, root: Path, data: bytes | None = None) -> dict[str, Any]:
+    """A public ArtifactReference: ``path`` relative to ``root`` (the suite folder) and the digest of
+    ``data``, the file's bytes (read from ``path`` when not given: a file not yet written is referenced
+    by the bytes it will hold)."""
+    raw = Path(path).read_bytes() if data is None else data
+    return {"storage": "public", "path": suite_relative(path, root), "privateRef": None, "digest": digest_bytes(raw)}
+
+
+def tree_digest(directory: Path) -> str:
+    """Directory digest of every file under ``directory`` (relative '/' paths → raw-bytes digests)."""
+    members = {
+        path.relative_to(directory).as_posix(): digest_bytes(path.read_bytes())
+        for path in sorted(Path(directory).rglob("*"))
+        if path.is_file()
+    }
+    if not members:
+        raise StagingError(f"{directory}: nothing to digest")
+    return digest_directory(members)
+
+
+def corpus_digest(directory: Path) -> str:
+    """The corpus digest of one suite: the directory digest of its :data:`CORPUS_MEMBERS` (contract,
+    probes, mutations, trials), paths relative to the suite folder — what ``score --corpus-digest`` and
+    the strength flow record, and what ``eval-quality suite digest DIR`` prints."""
+    directory = Path(directory)
+    members: dict[str, str] = {}
+    for name in CORPUS_MEMBERS:
+        root = directory / name
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+        for path in files:
+            members[path.relative_to(directory).as_posix()] = digest_bytes(path.read_bytes())
+    return digest_directory(members)
+
+
+def suite_file_or_fallback(suite: Path, name: str, fallback_dir: Path | None) -> Path | None:
+    """The suite's own ``name`` file, else ``fallback_dir/name`` (the corpus-wide one), else None."""
+    for path in (Path(suite) / name, None if fallback_dir is None else Path(fallback_dir) / name):
+        if path is not None and path.is_file():
+            return path
+    return None
+
+
+# ------------------------------------------------------------------ the whole suite, as the tools read it
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One suite's files as the reference evaluator and the generator read them."""
+
+    name: str
+    root: Path
+    contract: dict[str, Any]
+    probes: dict[str, dict[str, Any]]
+    choices: dict[str, Any]
+    baseline_steps: frozenset[str]
+    targets_text: str
+
+
+def read_evaluator_settings(root: Path) -> tuple[dict[str, Any], frozenset[str]]:
+    """``evaluator.json``: the choices (step id → channel → key → value) and the baseline step ids."""
+    settings_path = root / "evaluator.json"
+    settings = read_suite_json(settings_path)
+    check_keys(settings_path, settings, EVALUATOR_SETTINGS_KEYS, frozenset({"about"}))
+    if not isinstance(settings["choices"], dict):
+        raise EvaluatorError(f"{settings_path}: choices must be an object (step id -> channel values)")
+    steps = settings["baselineSteps"]
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        raise EvaluatorError(f"{settings_path}: baselineSteps must be a list of step ids")
+    return settings["choices"], frozenset(steps)
+
+
+def load_suite(suite: str | Path, *, probes: bool = True) -> Suite:
+    """Read a suite's contract, probes, evaluator choices and target registry.
+
+    ``probes=False`` reads the probe files as plain JSON (the generator reads probes that still lack
+    their derived fields and checks them itself).
+    """
+    root = suite_dir(suite)
+    choices, baseline_steps = read_evaluator_settings(root)
+    # Every artifact is read (stamp and shape) before anything runs, so a bad file is reported by
+    # name up front instead of part-way through a regeneration.
+    contract = read_suite_artifact(EvalContract, root / CONTRACT_FILE)
+    found = {}
+    for path in sorted((root / "probes").glob("P-*.json")):
+        probe = read_suite_artifact(Probe, path) if probes else read_suite_json(path)
+        if not isinstance(probe, dict) or not isinstance(probe.get("probeId"), str):
+            raise EvaluatorError(f"{path}: a probe must be an object with a probeId")
+        found[probe["probeId"]] = probe
+    return Suite(
+        name=root.resolve().name,
+        root=root,
+        contract=contract,
+        probes=found,
+        choices=choices,
+        baseline_steps=baseline_steps,
+        targets_text=read_suite_text(root / "targets.toml"),
+    )
+
+
+def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
+    """A suite file read as ``model`` (its JSON value, unchanged); a refusal names the file."""
+    value = read_suite_json(path)
+    try:
+        read_artifact(model, value, model.__name__)
+    except (StructuralFailure, RuntimeFault) as fault:
+        raise EvaluatorError(f"{path}: {problem_line(fault)}") from None
+    return value
+
+
+def adapter_for(suite: Suite) -> ProbeRouter:
+    """Our adapters under the suite's target registry, the interpreter filled in: the command-line
+    adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests)."""
+    registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
+    values = {"python": sys.executable}
+    return ProbeRouter({
+        "cli": CommandLineAdapter(registry.to_policy(values)),
+        "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),
+    })

@@ -1,0 +1,122 @@
+"""Staging: a fresh workspace for one run of a suite's system, clean or with one declared mutation.
+
+A staged workspace is a directory with two children (harness.md A.7):
+
+* ``system/`` — a copy of the suite's ``system/``, with at most one mutation from ``mutations/``
+  applied to its target file. The system lives beside the working directory, never inside it, so
+  a run cannot read its own source (the ``source-code`` forbidden input).
+* ``work/``   — the working directory of every command, staged from the suite's fixture sets as
+  ``suite.toml`` places them. The suite's evaluation folder (contract, probes, mutations, evidence,
+  trials) is never copied, so a target cannot read which defect was planted.
+
+Every workspace is new: two legs never share one, because a leg would read the other's artifacts.
+The pre-flight flow stages one per leg with :func:`stage_for_leg`; the reference evaluator and the
+generator stage one per trial with :func:`stage_workspace`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalquality_core.suite.load import (
+    Mutation,
+    StagingError,
+    mutation_for_probe,
+    read_suite_settings,
+    suite_dir,
+    tree_digest,
+)
+
+__all__ = [
+    "Mutation",
+    "StagedWorkspace",
+    "StagingError",
+    "fault_leg_ids",
+    "mutation_for_leg",
+    "stage_for_leg",
+    "stage_workspace",
+    "tree_digest",
+]
+
+@dataclass(frozen=True)
+class StagedWorkspace:
+    """A staged workspace: its root, the two children, and digests that identify what was staged."""
+
+    root: Path
+    system_dir: Path
+    work_dir: Path
+    mutation_id: str | None
+    system_digest: str
+    work_digest: str
+
+
+def fault_leg_ids(probe: dict[str, Any]) -> set[str]:
+    """The leg ids of a probe's manifestation witnesses: the legs that run against its mutation."""
+    return {
+        defect["manifestationWitness"]["legId"]
+        for defect in probe.get("defects", [])
+        if defect.get("manifestationWitness") is not None
+    }
+
+
+def mutation_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str) -> Mutation | None:
+    """Which mutation a pre-flight leg of ``probe`` runs against.
+
+    A seeded-fault leg (a manifestation witness of one of the probe's defects) runs against the
+    probe's mutation; every other leg (sensitivity, control) runs against the clean system, which is
+    what makes those legs clean for ``seeded-faults-scoped`` (preflight-adapter.md §2.4).
+    """
+    if leg_id in fault_leg_ids(probe):
+        mutation = mutation_for_probe(suite, probe["probeId"])
+        if mutation is None:
+            raise StagingError(f"probe {probe['probeId']} has a fault leg {leg_id!r} but no declared mutation")
+        return mutation
+    return None
+
+
+def stage_workspace(
+    suite: str | Path, destination: Path, mutation: Mutation | None = None, *, system_source: Path | None = None
+) -> StagedWorkspace:
+    """Stage a fresh workspace for ``suite`` at ``destination`` (which must not exist or be empty).
+
+    Copies the suite's ``system/`` (or ``system_source``, a disposable copy the generator mutates
+    and restores in place) applying ``mutation`` to its target, and every fixture set into
+    ``work/``. Raises :class:`StagingError` on anything it cannot stage faithfully.
+    """
+    source = suite_dir(suite)
+    settings = read_suite_settings(source)
+    destination = Path(destination)
+    if destination.exists() and any(destination.iterdir()):
+        raise StagingError(f"{destination}: a workspace must be staged into a new, empty directory")
+    system_dir = destination / "system"
+    work_dir = destination / "work"
+    if not (system_source or source / "system").is_dir():
+        raise StagingError(f"{system_source or source / 'system'}: the system to stage is not a directory")
+    shutil.copytree(system_source or source / "system", system_dir, symlinks=False)
+    if mutation is not None:
+        target = destination / mutation.target
+        if not target.is_file():
+            raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
+        target.write_text(mutation.apply(target.read_text(encoding="utf-8")), encoding="utf-8")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for fixture_set, place in sorted(settings["fixtures"].items()):
+        fixture = source / "fixtures" / fixture_set
+        if not fixture.is_dir():
+            raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
+        shutil.copytree(fixture, (work_dir / place).resolve(), dirs_exist_ok=True, symlinks=False)
+    return StagedWorkspace(
+        root=destination,
+        system_dir=system_dir,
+        work_dir=work_dir,
+        mutation_id=None if mutation is None else mutation.mutation_id,
+        system_digest=tree_digest(system_dir),
+        work_digest=tree_digest(work_dir),
+    )
+
+
+def stage_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str, destination: Path) -> StagedWorkspace:
+    """Stage the workspace one pre-flight leg of ``probe`` runs in (see :func:`mutation_for_leg`)."""
+    return stage_workspace(suite, destination, mutation_for_leg(suite, probe, leg_id))
