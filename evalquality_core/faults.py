@@ -68,6 +68,8 @@ ForbiddenTargetReason = Literal[
     "subcommand-not-authorized",
     "environment-key-not-authorized",
     "tool-not-authorized",
+    # Ours (the command-line adapter's argument rules: option-key grammar, dash-leading positionals).
+    "argument-not-authorized",
 ]
 #: Reasons a ``forbidden-target`` fault may carry.
 FORBIDDEN_TARGET_REASONS: tuple[ForbiddenTargetReason, ...] = get_args(ForbiddenTargetReason)

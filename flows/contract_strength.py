@@ -63,7 +63,13 @@ from evalquality_core.canonical import (
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from evalquality_core.suite.load import suite_file_or_fallback
-from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
+from flows.lifecycle import (
+    FlowArgumentParser,
+    check_flow_inputs,
+    check_leg_cache,
+    one_line_errors,
+    start_flow_main,
+)
 from flows.output import write_artifact
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
@@ -803,6 +809,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
     with one_line_errors(prog):
+        check_flow_inputs(
+            Path(args.suites).resolve() if args.suites else settings.suites_dir,
+            Path(args.out).resolve() if args.out else settings.home / "contract-strength",
+        )
         check_leg_cache(prog, settings)
         run = run_contract_strength(
             settings,

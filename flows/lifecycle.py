@@ -167,3 +167,37 @@ def one_line_errors(prog: str) -> Iterator[None]:
         where = f" {problem.filename}" if problem.filename else ""
         print(f"{prog}: {name}:{where}: {problem.strerror or problem}", file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
+
+
+#: Exit code when the Prefect API named by ``PREFECT_API_URL`` cannot be reached (EX_UNAVAILABLE).
+EXIT_UNAVAILABLE = 69
+
+
+def check_flow_inputs(suites_dir: Path, out_dir: Path | None) -> None:
+    """Refuse, before any Prefect start, inputs a run cannot use: a ``--suites`` that is not a
+    directory, an ``--out`` that exists and is not a directory (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    if not suites_dir.is_dir():
+        what = "does not exist" if not suites_dir.exists() else "is not a directory"
+        raise FlowInputError(f"--suites {suites_dir} {what}")
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise FlowInputError(f"--out {out_dir} is a file, not a directory")
+    check_api_reachable()
+
+
+def check_api_reachable(timeout_s: float = 5.0) -> None:
+    """With ``PREFECT_API_URL`` set, its ``/health`` must answer; else one line naming it and the fix."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return
+    import httpx
+
+    try:
+        response = httpx.get(url.rstrip("/") + "/health", timeout=timeout_s)
+        response.raise_for_status()
+    except (httpx.HTTPError, ValueError) as problem:
+        reason = " ".join(str(problem).split()) or type(problem).__name__
+        raise FlowInputError(
+            f"PREFECT_API_URL={url} is not reachable ({reason[:160]}); start that server "
+            "(prefect server start) or unset PREFECT_API_URL to run on the embedded server",
+            EXIT_UNAVAILABLE,
+        ) from None

@@ -40,7 +40,13 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import GateResult, gate
-from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
+from flows.lifecycle import (
+    FlowArgumentParser,
+    check_flow_inputs,
+    check_leg_cache,
+    one_line_errors,
+    start_flow_main,
+)
 from flows.output import write_artifact
 from flows.report import (
     PreflightRun,
@@ -446,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     mode = "force" if args.force else ("from-cache" if args.from_cache else "default")
     with one_line_errors(PROG):
+        check_flow_inputs(settings.suites_dir, settings.out_dir)
         check_leg_cache(PROG, settings)
         run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
     print_report(run)

@@ -7,19 +7,41 @@ go to an absolute directory under the eval-quality home, so a relative path neve
 whatever the working directory happens to be.
 
 Every path here lives under the eval-quality home (tasks/home.py).
+
+**A stored result is never trusted.** Prefect picks the deserializer a result file *names* (a file
+saying ``pickle`` is unpickled, whatever the task was configured with), so a writable results
+directory would run code in the flow. Every digest-cached stage is therefore wrapped by
+``verified_stage``: its results are written by ``VerifiedJsonSerializer`` (canonical JSON of a
+tagged value plus its digest; only our own models and dataclasses are rebuilt, by name, nothing is
+imported or called from the file) into ``VerifiedResultStorage``, which writes atomically and, on
+every read, refuses a file that is not a regular file, is too large, is not strict JSON, or names any
+serializer but ours. The serializer then checks the digest. A refused file makes Prefect's cache
+lookup miss, so the stage runs again and overwrites it; one warning line names the file and why.
 """
 
 from __future__ import annotations
 
+import enum
+import importlib
+import os
+import stat
+import sys
+import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prefect.cache_policies import CachePolicy
+from prefect.filesystems import LocalFileSystem
+from prefect.serializers import Serializer
+from pydantic import BaseModel, Field
 
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
+from evalquality_core.canonical.json import canonical_bytes, scan_json
 from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.faults import EvalQualityFault
 from tasks.home import evalquality_home
 
 #: Bumped when a stage's semantics change, so old cached results stop answering (prefect.md §3 pitfalls).
@@ -77,9 +99,254 @@ class StageDigest(CachePolicy):
 
 
 def stage_cache(*inputs: str) -> dict[str, Any]:
-    """The decorator keywords every digest-cached stage uses: the policy, absolute storage, a json-safe serializer."""
+    """The decorator keywords every digest-cached stage uses: the policy, absolute storage, the verified
+    serializer (apply ``verified_stage`` above the decorator too, for the verified storage)."""
     return {
         "cache_policy": StageDigest(inputs=tuple(inputs)),
         "result_storage": results_dir(),
+        "result_serializer": VerifiedJsonSerializer(),
         "persist_result": True,
     }
+
+
+# --- verified stage results (module docstring) -------------------------------------------------------
+
+#: The serializer's name in a result file; a file naming any other serializer is refused unread.
+SERIALIZER_TYPE = "evalquality-verified-json"
+RESULT_FORMAT = "eval-quality/stage-result/v1"
+#: A stored result larger than this is refused before it is parsed (a stage result is kilobytes).
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+#: Only classes defined in these packages are rebuilt from a result file.
+_TRUSTED_PACKAGES = ("evalquality_core.", "tasks.", "flows.")
+
+
+class StageResultRejected(ValueError):
+    """A stored stage result failed verification; ``str()`` says why."""
+
+
+_WARNED: set[str] = set()
+_WARNED_GUARD = threading.Lock()
+
+
+def _warn_once(where: str, why: str) -> None:
+    with _WARNED_GUARD:
+        if where in _WARNED:
+            return
+        _WARNED.add(where)
+    line = f"stage cache: discarded {where}: {why}; the stage runs again"
+    sys.stderr.write("eval-quality: warning: " + " ".join(line.split()) + "\n")
+    sys.stderr.flush()
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _trusted_class(name: Any) -> type:
+    """The class a tag names, only if it is one of ours (a model, dataclass or enum); nothing else
+    is imported: the module must be one of our packages, the attribute a class of the right kind."""
+    if not isinstance(name, str) or ":" not in name:
+        raise StageResultRejected(f"type tag {str(name)[:60]!r} is malformed")
+    module_name, _, qualname = name.partition(":")
+    if not module_name.startswith(_TRUSTED_PACKAGES) or not all(p.isidentifier() for p in qualname.split(".")):
+        raise StageResultRejected(f"type {name[:80]!r} is not one of ours")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        raise StageResultRejected(f"type {name[:80]!r} does not exist") from None
+    if not isinstance(target, type) or not (
+        issubclass(target, BaseModel) or is_dataclass(target) or issubclass(target, enum.Enum)
+    ):
+        raise StageResultRejected(f"{name[:80]!r} is not a model, dataclass or enum")
+    return target
+
+
+def encode_result(value: Any) -> Any:
+    """A stage result as tagged JSON: models by wire form, dataclasses by field, tuples and mappings tagged."""
+    if isinstance(value, BaseModel):
+        return {"$model": _qualified(type(value)), "wire": value.model_dump(mode="json", by_alias=True)}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {"$dataclass": _qualified(type(value)), "fields": {f.name: encode_result(getattr(value, f.name)) for f in fields(value)}}
+    if isinstance(value, enum.Enum):
+        return {"$enum": _qualified(type(value)), "value": value.value}
+    if isinstance(value, tuple):
+        return {"$tuple": [encode_result(item) for item in value]}
+    if isinstance(value, Mapping):
+        return {"$map": {str(key): encode_result(item) for key, item in value.items()}}
+    if isinstance(value, list):
+        return [encode_result(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"a stage result may not hold {type(value).__name__}")
+
+
+def decode_result(value: Any) -> Any:
+    """The inverse of ``encode_result``; any other tag or class refuses the whole result."""
+    if isinstance(value, list):
+        return [decode_result(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"$model", "wire"}:
+        cls = _trusted_class(value["$model"])
+        if not issubclass(cls, BaseModel):
+            raise StageResultRejected(f"{value['$model']!r} is not a model")
+        try:
+            return cls.model_validate_json(canonical_bytes(value["wire"]), by_alias=True, by_name=False)
+        except (ValueError, EvalQualityFault) as exc:
+            raise StageResultRejected(f"its {cls.__name__} does not validate: {str(exc)[:120]}") from None
+    if set(value) == {"$dataclass", "fields"} and isinstance(value["fields"], dict):
+        cls = _trusted_class(value["$dataclass"])
+        if not is_dataclass(cls):
+            raise StageResultRejected(f"{value['$dataclass']!r} is not a dataclass")
+        try:
+            return cls(**{name: decode_result(item) for name, item in value["fields"].items()})
+        except TypeError as exc:
+            raise StageResultRejected(f"its {cls.__name__} fields do not fit: {exc}") from None
+    if set(value) == {"$enum", "value"}:
+        cls = _trusted_class(value["$enum"])
+        if not issubclass(cls, enum.Enum):
+            raise StageResultRejected(f"{value['$enum']!r} is not an enum")
+        try:
+            return cls(value["value"])
+        except ValueError as exc:
+            raise StageResultRejected(str(exc)) from None
+    if set(value) == {"$tuple"} and isinstance(value["$tuple"], list):
+        return tuple(decode_result(item) for item in value["$tuple"])
+    if set(value) == {"$map"} and isinstance(value["$map"], dict):
+        return {key: decode_result(item) for key, item in value["$map"].items()}
+    raise StageResultRejected("it holds an object that is not a tagged value")
+
+
+class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
+    """Canonical JSON ``{"format", "value", "digest"}`` of a tagged result; ``loads`` verifies the
+    digest before rebuilding anything, and raises ``StageResultRejected`` on any mismatch."""
+
+    type: str = Field(default=SERIALIZER_TYPE, frozen=True)
+
+    def dumps(self, obj: Any) -> bytes:
+        """The canonical bytes of the result's envelope."""
+        encoded = encode_result(obj)
+        return canonical_bytes({"format": RESULT_FORMAT, "value": encoded, "digest": digest_artifact(encoded)})
+
+    def loads(self, blob: bytes) -> Any:
+        """The result, after the envelope's format and digest are verified."""
+        try:
+            envelope = scan_json(blob, "StageResult")
+        except EvalQualityFault as fault:
+            raise StageResultRejected(f"its result is not strict JSON ({fault.detail})") from None
+        if not isinstance(envelope, dict) or set(envelope) != {"format", "value", "digest"}:
+            raise StageResultRejected("its result does not have the envelope shape")
+        if envelope["format"] != RESULT_FORMAT:
+            raise StageResultRejected(f"its result format is not {RESULT_FORMAT!r}")
+        if envelope["digest"] != digest_artifact(envelope["value"]):
+            raise StageResultRejected("its result digest does not match (the result was altered or cut)")
+        return decode_result(envelope["value"])
+
+
+def _read_regular_file(path: Path, cap: int) -> bytes:
+    """The bytes of ``path``: never through a symlink, never a FIFO or device, at most ``cap`` bytes."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ValueError(f"Path {path} does not exist.") from None
+    except OSError as exc:
+        raise StageResultRejected(f"it cannot be opened safely ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StageResultRejected("it is not a regular file")
+        if info.st_size > cap:
+            raise StageResultRejected(f"it is larger than {cap} bytes")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > cap:
+                raise StageResultRejected(f"it is larger than {cap} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class VerifiedResultStorage(LocalFileSystem):
+    """Result storage that writes atomically and reads back only what ``VerifiedJsonSerializer`` wrote."""
+
+    _block_type_name = "EvalQuality Verified Result Storage"
+
+    def _resolve_path(self, path: str) -> Path:  # type: ignore[override]
+        """The path of a key under the base, lexically: a symlink planted at a result's name is never
+        followed (Prefect's own resolution follows it, then refuses the target as outside the base)."""
+        base = Path(self.basepath or ".").expanduser().resolve()
+        if path is None:
+            return base
+        candidate = Path(os.path.normpath(path if Path(path).is_absolute() else base / path))
+        if candidate != base and base not in candidate.parents:
+            raise ValueError(f"Provided path {candidate} is outside of the base path {base}.")
+        return candidate
+
+    def _checked(self, path: str) -> bytes:
+        resolved = self._resolve_path(path)
+        try:
+            content = _read_regular_file(resolved, MAX_RESULT_BYTES)
+            record = scan_json(content, "StageResultRecord")
+            serializer = record.get("metadata", {}).get("serializer", {}) if isinstance(record, dict) else {}
+            named = serializer.get("type") if isinstance(serializer, dict) else None
+            if named != SERIALIZER_TYPE:
+                raise StageResultRejected(f"it names serializer {str(named)[:40]!r}, not {SERIALIZER_TYPE!r}")
+            result = record.get("result")
+            if not isinstance(result, str):
+                raise StageResultRejected("its result is not stored as JSON text")
+            VerifiedJsonSerializer().loads(result.encode("utf-8"))  # digest and rebuild, before Prefect does
+        except EvalQualityFault as fault:
+            _warn_once(str(resolved), f"it is not strict JSON ({fault.detail})")
+            raise StageResultRejected(fault.detail) from None
+        except (StageResultRejected, AttributeError) as why:
+            _warn_once(str(resolved), str(why))
+            raise StageResultRejected(str(why)) from None
+        return content
+
+    def read_path(self, path: str, _sync: bool | None = None) -> bytes:  # type: ignore[override]
+        """The verified bytes of a stored result (``StageResultRejected`` when it fails a check)."""
+        return self._checked(path)
+
+    async def aread_path(self, path: str) -> bytes:
+        """``read_path`` for Prefect's async engine."""
+        return self._checked(path)
+
+    def _write(self, path: str, content: bytes) -> str:
+        resolved = self._resolve_path(path)
+        resolved.parent.mkdir(parents=True, exist_ok=True)
+        temp = resolved.with_name(f".{resolved.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        try:
+            with open(temp, "xb") as handle:
+                handle.write(content)
+            os.replace(temp, resolved)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        return str(resolved)
+
+    def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:  # type: ignore[override]
+        """Write through a temp file and one rename, so a kill never leaves half a result."""
+        return self._write(path, content)
+
+    async def awrite_path(self, path: str, content: bytes) -> str:
+        """``write_path`` for Prefect's async engine."""
+        return self._write(path, content)
+
+
+TaskT = TypeVar("TaskT")
+
+
+def verified_stage(task: TaskT) -> TaskT:
+    """Store a digest-cached stage's results verified (module docstring). Apply above ``@task``:
+    Prefect refuses an unsaved storage block as a decorator argument, so it is set on the task."""
+    task.result_storage = VerifiedResultStorage(basepath=str(results_dir()))  # type: ignore[attr-defined]
+    task.result_serializer = VerifiedJsonSerializer()  # type: ignore[attr-defined]
+    return task

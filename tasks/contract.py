@@ -10,9 +10,10 @@ from typing import Any
 
 from prefect import task
 
-from tasks.caching import stage_cache
+from tasks.caching import stage_cache, verified_stage
 
 
+@verified_stage
 @task(name="compile", **stage_cache("authored"))
 def compile_task(authored: Any) -> Any:
     """Compile an authored contract (wire JSON) into an ``EvalContract`` (artifacts.md §3)."""
@@ -21,6 +22,7 @@ def compile_task(authored: Any) -> Any:
     return compile_contract(authored)
 
 
+@verified_stage
 @task(name="seal", **stage_cache("contract"))
 def seal_task(contract: Any) -> Any:
     """Seal a compiled contract into the ``SealedEvaluatorBrief`` an evaluator may see (artifacts.md §4)."""

@@ -41,7 +41,7 @@ from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
-from tasks.caching import CODE_VERSION, stage_cache
+from tasks.caching import CODE_VERSION, stage_cache, verified_stage
 from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
 from tasks.workspace import leg_workspace
 
@@ -203,6 +203,7 @@ def leg_state(answer: LegAnswer) -> State:
     return Completed(name="Cached", message=f"from cache: answered by {run}{leg}{at}", data=answer)
 
 
+@verified_stage
 @task(name="plan-preflight", **stage_cache("contract", "probes", "run_id"))
 def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
     """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order)."""
@@ -265,6 +266,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> State:
     return state
 
 
+@verified_stage
 @task(name="reduce-preflight", **stage_cache("plan", "observations"))
 def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]]) -> Any:
     """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import task
 
-from tasks.caching import StageDigest, stage_cache
+from tasks.caching import StageDigest, stage_cache, verified_stage
 
 #: Version of the scoring stages' cached results; bump when ``ProbeScore`` changes shape or meaning.
 SCORING_CODE_VERSION = "scoring-v1"
@@ -65,6 +65,7 @@ _SCORE_INPUTS = (
 )
 
 
+@verified_stage
 @task(
     name="score",
     task_run_name="score/{suite}/{probe_id}",
@@ -122,6 +123,7 @@ class AggregateOutcome:
     refusal: str | None
 
 
+@verified_stage
 @task(
     name="aggregate-strength",
     task_run_name="aggregate-strength/{suite}",

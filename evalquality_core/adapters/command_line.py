@@ -2,38 +2,54 @@
 
 preflight-adapter.md §4 (policy, order of operations, argv, stdin, spawn, caps, read-back, faults).
 Every denial is decided by the pure ``probe.policy`` before any process starts. The child is spawned
-without a shell, as the leader of a new session and process group, with an environment of the
-adapter's own ``PATH`` plus the declared, permitted keys only. Output is read incrementally and never
-kept past ``maxOutputBytes``; a budget breach SIGKILLs the whole group (grandchildren too).
+without a shell, as the leader of a new session and process group, under a per-leg watchdog
+(``process_group``), with an environment of the adapter's own ``PATH`` (absolute entries only) plus
+the declared, permitted keys only. Output is read incrementally and never kept past
+``maxOutputBytes``; a budget breach kills the whole tree.
 
-Decisions that differ from the reference, on purpose:
+Decisions that differ from the reference, on purpose (README "Trust boundary"):
 
-* **Nothing outlives a leg.** When the target exits on its own, whatever it left running in its
-  group is SIGKILLed too (the reference leaves it alone), so a staged workspace can be removed safely.
-  A grandchild that left the group with ``setsid`` keeps the pipes open and the leg ends at its
-  elapsed budget, as in the reference.
+* **Nothing outlives a leg, or the host.** When the target exits on its own, whatever it left running
+  is killed too, grandchildren that called ``setsid()`` included (the watchdog is a child subreaper);
+  when the host dies, even by SIGKILL, the watchdog's lifeline closes and it kills the tree.
+* **Artifact read-back is confined and bounded.** The leg's working directory is opened before the
+  run; each artifact is then reached from that descriptor one component at a time, never through a
+  symlink, never ``..``, and read only if ``fstat`` on the opened descriptor says it is a regular
+  file (a FIFO, socket, device or directory is never opened for reading); at most
+  ``maxOutputBytes + 1`` bytes, within what is left of ``maxElapsedMs``. A refused artifact is a
+  ``port-failure`` at ``ProbeObservation`` naming the artifact and why (never its content). An
+  absolute artifact path is read only when it lies inside the working directory.
 * **Per-call working directory.** ``probe(request, workdir=...)``: a relative ``cwd`` in the policy
   (``"."`` typically) is resolved against the workdir of this call, falling back to the adapter's
   ``workdir`` and then the process's own; artifacts are relative to the resolved ``cwd``. The
   pre-flight flow stages a fresh workspace per leg and passes it here (harness.md A.7).
-* **Live groups are tracked** in a module registry: ``kill_all_live_groups()`` SIGKILLs every group
-  still running; a caller (the Prefect flow) calls it on ``BaseException``, and it runs at exit.
+* **Live legs are tracked**: ``kill_all_live_groups()`` kills every leg still running; a caller (the
+  Prefect flow) calls it on ``BaseException``, and it runs at exit.
+* **E2BIG from any mechanism** (the default one, or an injected one raising ``OSError``) is
+  ``port-failure`` with ``portFailureReason: launch-too-large``.
 """
 
 from __future__ import annotations
 
-import atexit
 import errno
 import os
 import selectors
-import signal
-import subprocess
-import threading
+import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
+from evalquality_core.adapters.process_group import _LIVE_LOCK as _LIVE_LOCK  # noqa: F401  (mcp_stdio)
+from evalquality_core.adapters.process_group import _RAW_GROUPS as _LIVE_GROUPS  # noqa: F401
+from evalquality_core.adapters.process_group import (
+    LegProcess,
+    kill_all_live_groups,
+    kill_process_group,
+    live_process_groups,
+    track_process_group,
+    untrack_process_group,
+)
 from evalquality_core.artifacts.port_messages import (
     ApiProbeRequest,
     CliProbeObservation,
@@ -71,89 +87,8 @@ __all__ = [
 _CHUNK = 65536
 #: How often a run polls its abort signal while nothing else happens (the prompt-abort rule).
 _ABORT_POLL_S = 0.02
-#: Group kill: SIGKILL repeated every 5 ms, at most 100 times, to catch children caught mid-fork.
-_KILL_INTERVAL_S = 0.005
-_KILL_TRIES = 100
 
 _TYPED_REQUESTS = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
-
-_LIVE_GROUPS: set[int] = set()
-_LIVE_LOCK = threading.Lock()
-
-
-def live_process_groups() -> frozenset[int]:
-    """The process-group ids of every child this process is running right now."""
-    with _LIVE_LOCK:
-        return frozenset(_LIVE_GROUPS)
-
-
-def kill_all_live_groups() -> list[int]:
-    """SIGKILL every live child's process group; return the pgids signalled.
-
-    Call it from a ``BaseException`` handler (KeyboardInterrupt, a cancelled flow) so no target
-    survives its caller; it is also registered with ``atexit``. The runs themselves still reap.
-    """
-    signalled = []
-    for pgid in live_process_groups():
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-            signalled.append(pgid)
-        except OSError:
-            pass
-    return signalled
-
-
-atexit.register(kill_all_live_groups)
-
-
-def track_process_group(pgid: int) -> None:
-    """Count a group another adapter started (an HTTP service) among the live groups, so
-    ``kill_all_live_groups`` and process exit kill it too."""
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.add(pgid)
-
-
-def untrack_process_group(pgid: int) -> None:
-    """Forget a group ``track_process_group`` counted (after it was killed and reaped)."""
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.discard(pgid)
-
-
-def _group_has_live_member(pgid: int) -> bool:
-    """True while some process of the group is not a zombie (Linux ``/proc``; elsewhere, while the
-    group exists at all). A zombie is dead: it only waits for its parent (or init) to reap it."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        # Fields after the parenthesised command: state, ppid, pgrp, …
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def kill_process_group(pgid: int) -> None:
-    """SIGKILL the group repeatedly until it is gone (or only zombies remain), at most 100 tries."""
-    for _ in range(_KILL_TRIES):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            return
-        if not _group_has_live_member(pgid):
-            return
-        time.sleep(_KILL_INTERVAL_S)
-
 
 @dataclass(frozen=True)
 class LaunchSpec:
@@ -204,152 +139,79 @@ def _spawn_failure(exc: OSError, spec: LaunchSpec) -> RuntimeFault:
     return RuntimeFault("port-failure", "ProbeObservation", detail)
 
 
-def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Has the leader exited? Only used where pidfd is missing. Asked without reaping it where
-    ``waitid`` exists, so its pid (the pgid) stays ours meanwhile; elsewhere (macOS) it is reaped."""
-    waitid = getattr(os, "waitid", None)
-    if waitid is None:
-        return proc.poll() is not None
-    try:
-        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
 def run_process(spec: LaunchSpec, abort: AbortSignal | None = None) -> ProcessResult:
-    """The real mechanism: spawn, feed stdin, read both streams under the caps, reap, kill leftovers.
+    """The real mechanism: launch under a watchdog, feed stdin, read both streams under the caps.
 
     Raises ``port-failure`` (spawn failure; E2BIG → ``launch-too-large``), ``budget-exhausted`` at
-    ``CommandProbeRequest`` (time, or a stream's byte cap, naming which) or ``aborted``.
+    ``CommandProbeRequest`` (time, or a stream's byte cap, naming which) or ``aborted``. Whatever the
+    target started is killed when it ends (``process_group``), setsid grandchildren included.
     """
     try:
-        proc = subprocess.Popen(
-            list(spec.argv),
-            cwd=spec.cwd,
-            env=dict(spec.env),
-            stdin=subprocess.PIPE if spec.stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            shell=False,
-            start_new_session=True,  # leader of a new session and process group: pgid == pid
-            close_fds=True,
-        )
+        leg = LegProcess.launch(spec.argv, spec.cwd, spec.env, stdin=bool(spec.stdin))
     except OSError as exc:
         raise _spawn_failure(exc, spec) from None
     started = time.monotonic()
-    pgid = proc.pid
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.add(pgid)
     try:
-        stdout, stderr = _supervise(proc, spec, abort)
+        stdout, stderr, exit_code = _supervise(leg, spec, abort)
     finally:
-        _finish(proc, pgid)
+        leg.close()
     elapsed_ms = int((time.monotonic() - started) * 1000)
-    return ProcessResult(exit_code=proc.returncode, stdout=stdout, stderr=stderr, elapsed_ms=elapsed_ms)
+    return ProcessResult(exit_code=exit_code, stdout=stdout, stderr=stderr, elapsed_ms=elapsed_ms)
 
 
-def _finish(proc: subprocess.Popen[bytes], pgid: int) -> None:
-    # Kill while the leader is unreaped (its pid, hence the pgid, cannot be reused), then reap it,
-    # then keep killing until no live member of the group remains.
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.discard(pgid)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-    proc.wait()
-    kill_process_group(pgid)
-
-
-def _supervise(proc: subprocess.Popen[bytes], spec: LaunchSpec, abort: AbortSignal | None) -> tuple[bytes, bytes]:
-    """Feed stdin and read both streams until they close and the leader has exited (not reaped)."""
+def _supervise(leg: LegProcess, spec: LaunchSpec, abort: AbortSignal | None) -> tuple[bytes, bytes, int]:
+    """Feed stdin and read both streams until they close and the watchdog reported the exit."""
     cap = spec.max_output_bytes
     deadline = time.monotonic() + spec.max_elapsed_ms / 1000.0
     # poll(2), as subprocess.communicate uses: no epoll instance to create and close per run.
     selector = selectors.PollSelector() if hasattr(selectors, "PollSelector") else selectors.DefaultSelector()
     kept = {"stdout": bytearray(), "stderr": bytearray()}
     counted = {"stdout": 0, "stderr": 0}
-    assert proc.stdout is not None and proc.stderr is not None
-    for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+    for name, stream in (("stdout", leg.stdout), ("stderr", leg.stderr)):
         os.set_blocking(stream.fileno(), False)
         selector.register(stream.fileno(), selectors.EVENT_READ, name)
     pending = memoryview(spec.stdin) if spec.stdin else None
-    if proc.stdin is not None and pending is not None:
+    if leg.stdin is not None and pending is not None:
         # Written from the same selector loop as the reads, so a child that fills its stdout before
         # reading all of stdin can never deadlock us (and we never hold more than one chunk extra).
-        os.set_blocking(proc.stdin.fileno(), False)
-        selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
-    pidfd = _open_pidfd(proc.pid)
-    exited = False
-    if pidfd is not None:
-        selector.register(pidfd, selectors.EVENT_READ, "exit")
+        os.set_blocking(leg.stdin.fileno(), False)
+        selector.register(leg.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+    selector.register(leg.lifeline, selectors.EVENT_READ, "exit")
+    exit_code: int | None = None
     try:
         while True:
             streams_open = any(key.data in ("stdout", "stderr") for key in selector.get_map().values())
-            if exited and not streams_open:
+            if exit_code is not None and not streams_open:
                 break
             if abort is not None and abort.is_set():
-                _kill_now(proc.pid)
+                leg.kill()
                 raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted the probe; its process group was killed")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                _kill_now(proc.pid)
+                leg.kill()
                 raise RuntimeFault(
                     "budget-exhausted",
                     "CommandProbeRequest",
                     f"exceeded maxElapsedMs ({spec.max_elapsed_ms}ms) and was killed",
                 )
-            timeout = remaining
-            if abort is not None:
-                timeout = min(timeout, _ABORT_POLL_S)
-            if pidfd is None and not streams_open:
-                timeout = min(timeout, 0.005)  # no pidfd: poll for the exit
-            events = selector.select(timeout)
-            if pidfd is None and not exited and _leader_exited(proc):
-                exited = True
-                _kill_now(proc.pid)  # leftovers of a target that exited on its own
-            for key, _mask in events:
+            timeout = remaining if abort is None else min(remaining, _ABORT_POLL_S)
+            for key, _mask in selector.select(timeout):
                 if key.data == "exit":
-                    selector.unregister(key.fd)
-                    exited = True
-                    _kill_now(proc.pid)  # leftovers; the unreaped leader keeps the pgid ours
+                    exit_code = leg.read_exit()
+                    if exit_code is not None:
+                        selector.unregister(key.fd)
                 elif key.data == "stdin":
-                    pending = _feed(selector, proc, pending)
+                    pending = _feed(selector, leg.stdin, pending)
                 else:
-                    _drain(selector, key.fd, key.data, kept, counted, cap, proc.pid)
+                    _drain(selector, key.fd, key.data, kept, counted, cap, leg)
     finally:
         selector.close()
-        if pidfd is not None:
-            os.close(pidfd)
-    return bytes(kept["stdout"]), bytes(kept["stderr"])
+    return bytes(kept["stdout"]), bytes(kept["stderr"]), exit_code
 
 
-def _open_pidfd(pid: int) -> int | None:
-    opener: Callable[[int], int] | None = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        return opener(pid)
-    except OSError:
-        return None
-
-
-def _kill_now(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _feed(selector: selectors.BaseSelector, proc: subprocess.Popen[bytes], pending: memoryview | None) -> memoryview | None:
-    assert proc.stdin is not None
-    fd = proc.stdin.fileno()
+def _feed(selector: selectors.BaseSelector, stdin: IO[bytes] | None, pending: memoryview | None) -> memoryview | None:
+    assert stdin is not None
+    fd = stdin.fileno()
     try:
         if pending is not None and len(pending):
             written = os.write(fd, pending[:_CHUNK])
@@ -360,7 +222,7 @@ def _feed(selector: selectors.BaseSelector, proc: subprocess.Popen[bytes], pendi
         pending = None  # the child exited before reading everything: swallowed, as EPIPE is (§4.4)
     if pending is None or not len(pending):
         selector.unregister(fd)
-        proc.stdin.close()
+        stdin.close()
         return None
     return pending
 
@@ -372,7 +234,7 @@ def _drain(
     kept: dict[str, bytearray],
     counted: dict[str, int],
     cap: int,
-    pgid: int,
+    leg: LegProcess,
 ) -> None:
     try:
         chunk = os.read(fd, _CHUNK)
@@ -386,7 +248,7 @@ def _drain(
     if room > 0:
         kept[name] += chunk[:room]
     if counted[name] > cap:  # exactly maxOutputBytes is allowed
-        _kill_now(pgid)
+        leg.kill()
         raise RuntimeFault(
             "budget-exhausted",
             "CommandProbeRequest",
@@ -460,29 +322,50 @@ class CommandLineAdapter:
         base = os.fspath(workdir) if workdir is not None else self.workdir
         cwd = _resolve(base, authorization.cwd)
         spec = self.launch_spec(parsed, authorization, cwd)
+        # Opened before the run: read-back starts from this directory even if the target renames or
+        # replaces it (its path could then lead anywhere).
+        cwd_fd = _open_directory(cwd)
         try:
-            result = self.mechanism(spec, abort)
-        except RuntimeFault:
-            raise
-        except Exception as exc:  # §3.4: any other mechanism error
-            if abort is not None and abort.is_set():
-                raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
-            raise RuntimeFault(
-                "port-failure", "ProbeObservation", f"the underlying mechanism threw {type(exc).__name__}: {exc}"
-            ) from exc
-        artifacts = self.read_artifacts(authorization, cwd)
+            try:
+                result = self.mechanism(spec, abort)
+            except RuntimeFault:
+                raise
+            except OSError as exc:  # a mechanism's own launch failure keeps its errno (E2BIG included)
+                if abort is not None and abort.is_set():
+                    raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
+                raise _spawn_failure(exc, spec) from None
+            except Exception as exc:  # §3.4: any other mechanism error
+                if abort is not None and abort.is_set():
+                    raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
+                raise RuntimeFault(
+                    "port-failure", "ProbeObservation", f"the underlying mechanism threw {type(exc).__name__}: {exc}"
+                ) from exc
+            remaining_s = max(0.0, (authorization.max_elapsed_ms - result.elapsed_ms) / 1000.0)
+            artifacts = self.read_artifacts(authorization, cwd, cwd_fd=cwd_fd, deadline=time.monotonic() + remaining_s)
+        finally:
+            if cwd_fd is not None:
+                os.close(cwd_fd)
         observation = assemble_cli_observation(parsed, result.exit_code, result.stdout, result.stderr, artifacts)
         return TimedObservation(observation, result.elapsed_ms)
 
     def launch_spec(self, request: CliProbeRequest, authorization: CommandTargetAuthorization, cwd: str) -> LaunchSpec:
-        """The spawn of an authorized request: argv, cwd, the PATH-plus-permitted environment, stdin."""
+        """The spawn of an authorized request: argv, cwd, the PATH-plus-permitted environment, stdin.
+
+        The child's ``PATH`` keeps absolute entries only: an empty, ``.`` or relative entry would let
+        a file in the working directory (which the target controls) answer a bare command name.
+        """
         path = self.search_path if self.search_path is not None else os.environ.get("PATH")
-        env = {} if path is None else {"PATH": path}
+        env = {} if path is None else {"PATH": absolute_path_entries(path)}
         env.update(request.channels.environment)
         argv = (
             authorization.target,
             *authorization.target_args,
-            *build_argv(request.subcommand_path, request.channels.option, request.channels.argument),
+            *build_argv(
+                request.subcommand_path,
+                request.channels.option,
+                request.channels.argument,
+                end_of_options=authorization.end_of_options,
+            ),
         )
         return LaunchSpec(
             argv=argv,
@@ -494,26 +377,152 @@ class CommandLineAdapter:
         )
 
     @staticmethod
-    def read_artifacts(authorization: CommandTargetAuthorization, cwd: str) -> dict[str, bytes | None]:
-        """§4.6: every mapped artifact, at most ``maxOutputBytes + 1`` bytes read; missing → ``None``."""
-        cap = authorization.max_output_bytes
-        found: dict[str, bytes | None] = {}
-        for artifact_id, relative in authorization.artifacts.items():
-            path = _resolve(cwd, relative)
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read(cap + 1)
-            except FileNotFoundError:
-                found[artifact_id] = None
-                continue
-            except OSError as exc:
-                name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-                raise RuntimeFault(
-                    "port-failure", "ProbeObservation", f'artifact "{artifact_id}" could not be read from "{path}": {name}'
-                ) from None
-            if len(data) > cap:
-                raise RuntimeFault(
-                    "budget-exhausted", "CommandProbeRequest", f'artifact "{artifact_id}" exceeded maxOutputBytes ({cap})'
+    def read_artifacts(
+        authorization: CommandTargetAuthorization,
+        cwd: str,
+        *,
+        cwd_fd: int | None = None,
+        deadline: float | None = None,
+    ) -> dict[str, bytes | None]:
+        """§4.6, confined: every mapped artifact, at most ``maxOutputBytes + 1`` bytes; missing → ``None``.
+
+        ``cwd_fd`` is the working directory opened before the run (opened now when not given);
+        ``deadline`` (monotonic seconds) bounds the whole read-back (module docstring).
+        """
+        own_fd = cwd_fd is None
+        if cwd_fd is None:
+            cwd_fd = _open_directory(cwd)
+        try:
+            found: dict[str, bytes | None] = {}
+            for artifact_id, declared in authorization.artifacts.items():
+                found[artifact_id] = _read_confined(
+                    cwd_fd, cwd, declared, artifact_id, authorization.max_output_bytes, authorization.max_elapsed_ms, deadline
                 )
-            found[artifact_id] = data
-        return found
+            return found
+        finally:
+            if own_fd and cwd_fd is not None:
+                os.close(cwd_fd)
+
+
+def absolute_path_entries(path: str) -> str:
+    """``PATH`` with only its absolute entries, in order (empty, ``.`` and relative entries dropped)."""
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
+
+
+_O_PATH = getattr(os, "O_PATH", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+def _open_directory(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError:
+        return None  # the run will report the missing working directory itself
+
+
+def _refused(artifact_id: str, shown: str, why: str) -> RuntimeFault:
+    return RuntimeFault("port-failure", "ProbeObservation", f'artifact "{artifact_id}" at "{shown}" is not read: {why}')
+
+
+def _read_confined(
+    cwd_fd: int | None,
+    cwd: str,
+    declared: str,
+    artifact_id: str,
+    cap: int,
+    max_elapsed_ms: int,
+    deadline: float | None,
+) -> bytes | None:
+    """One artifact, reached from ``cwd_fd`` without following any symlink, read only if a regular file."""
+    shown = declared
+    relative = declared
+    if os.path.isabs(declared):
+        relative = os.path.relpath(os.path.normpath(declared), os.path.normpath(os.path.abspath(cwd)))
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            raise _refused(artifact_id, shown, "it lies outside the leg's working directory")
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts or os.pardir in parts:
+        raise _refused(artifact_id, shown, "its path leaves the leg's working directory (..)")
+    if cwd_fd is None:
+        raise _refused(artifact_id, shown, f'the working directory "{cwd}" could not be opened')
+
+    def overdue() -> RuntimeFault:
+        return RuntimeFault(
+            "budget-exhausted",
+            "CommandProbeRequest",
+            f'exceeded maxElapsedMs ({max_elapsed_ms}ms) while reading artifact "{artifact_id}" back',
+        )
+
+    opened: list[int] = []
+    try:
+        current = cwd_fd
+        for part in parts[:-1]:
+            try:
+                current = os.open(part, (_O_PATH or os.O_RDONLY) | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=current)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refused(artifact_id, shown, f'"{part}" is a symlink or not a directory') from None
+                raise _refused(artifact_id, shown, errno.errorcode.get(exc.errno or 0, "error")) from None
+            opened.append(current)
+        leaf = parts[-1]
+        # O_PATH (Linux) opens nothing for reading: the kind is checked before any read is possible.
+        flags = (_O_PATH | _O_NOFOLLOW | _O_CLOEXEC) if _O_PATH else (os.O_RDONLY | os.O_NONBLOCK | _O_NOFOLLOW | _O_CLOEXEC)
+        try:
+            handle = os.open(leaf, flags, dir_fd=current)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refused(artifact_id, shown, "it is a symlink") from None
+            raise _refused(artifact_id, shown, errno.errorcode.get(exc.errno or 0, "error")) from None
+        opened.append(handle)
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refused(artifact_id, shown, f"it is a {_kind(info.st_mode)}, not a regular file")
+        if info.st_size > cap:
+            raise RuntimeFault("budget-exhausted", "CommandProbeRequest", f'artifact "{artifact_id}" exceeded maxOutputBytes ({cap})')
+        if _O_PATH:
+            # Re-open the very inode the O_PATH descriptor names (no path lookup, so no race).
+            reader = os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC)
+            opened.append(reader)
+            again = os.fstat(reader)
+            if (again.st_dev, again.st_ino) != (info.st_dev, info.st_ino) or not stat.S_ISREG(again.st_mode):
+                raise _refused(artifact_id, shown, "it changed while it was opened")
+        else:
+            reader = handle
+        data = bytearray()
+        while len(data) <= cap:
+            if deadline is not None and time.monotonic() > deadline:
+                raise overdue()
+            chunk = os.read(reader, min(_CHUNK, cap + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+        if len(data) > cap:
+            raise RuntimeFault("budget-exhausted", "CommandProbeRequest", f'artifact "{artifact_id}" exceeded maxOutputBytes ({cap})')
+        if deadline is not None and time.monotonic() > deadline:
+            raise overdue()
+        return bytes(data)
+    except OSError as exc:
+        raise _refused(artifact_id, shown, errno.errorcode.get(exc.errno or 0, type(exc).__name__)) from None
+    finally:
+        for fd in reversed(opened):
+            os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISLNK, "symlink"),
+    ):
+        if test(mode):
+            return name
+    return "special file"

@@ -18,7 +18,8 @@ import rfc8785
 from evalquality_core.faults import RuntimeFault
 
 MAX_SAFE_INTEGER = 2**53 - 1
-#: Nesting depth must stay below this (``MAX_NESTING_DEPTH`` of the reference).
+#: The deepest nesting accepted: 1024 containers inside one another are read and canonicalized, 1025
+#: are refused (the reference's own test cases; a scalar inside the innermost container adds nothing).
 MAX_NESTING_DEPTH = 1024
 
 
@@ -57,11 +58,11 @@ def _in_domain(value: Any) -> int:
     level: list[Any] = [value]
     depth = 0
     while level:
-        if depth >= MAX_NESTING_DEPTH:
-            return _OUTSIDE
         below: list[Any] = []
         for item in level:
             kind = type(item)
+            if (kind is dict or kind is list) and depth >= MAX_NESTING_DEPTH:
+                return _OUTSIDE  # this container is the 1025th level
             if kind is str:
                 if not item.isascii() and not _well_formed(item):
                     return _OUTSIDE
@@ -111,8 +112,8 @@ def check_value_domain(value: Any, path: str = "$") -> None:
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
-        if depth >= MAX_NESTING_DEPTH:
-            raise _refuse(where, f"nesting depth reaches {MAX_NESTING_DEPTH}")
+        if isinstance(item, list | tuple | dict) and depth >= MAX_NESTING_DEPTH:
+            raise _refuse(where, f"nesting depth exceeds {MAX_NESTING_DEPTH}")
         if item is None or isinstance(item, bool):
             continue
         if isinstance(item, int):
@@ -161,8 +162,8 @@ def serialize_artifact(value: Any) -> bytes:
 
 
 def _max_depth_exceeded(text: str) -> bool:
-    """True when brackets nest to ``MAX_NESTING_DEPTH`` or deeper (a linear scan, strings skipped)."""
-    if text.count("[") + text.count("{") < MAX_NESTING_DEPTH:
+    """True when brackets nest deeper than ``MAX_NESTING_DEPTH`` (a linear scan, strings skipped)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING_DEPTH:
         return False  # cannot nest that deep with fewer brackets: skip the character loop
     depth = 0
     in_string = False
@@ -179,7 +180,7 @@ def _max_depth_exceeded(text: str) -> bool:
             in_string = True
         elif char in "[{":
             depth += 1
-            if depth >= MAX_NESTING_DEPTH:
+            if depth > MAX_NESTING_DEPTH:
                 return True
         elif char in "]}":
             depth -= 1
@@ -240,7 +241,7 @@ def scan_json(data: bytes | str, artifact_path: str = "$") -> Any:
     if text.startswith("\ufeff"):
         raise RuntimeFault("schema-parse-failure", artifact_path, "unexpected byte order mark at offset 0")
     if _max_depth_exceeded(text):
-        raise _refuse(artifact_path, f"nesting depth reaches {MAX_NESTING_DEPTH}")
+        raise _refuse(artifact_path, f"nesting depth exceeds {MAX_NESTING_DEPTH}")
     _ensure_recursion_room()
     try:
         value = json.loads(
@@ -253,10 +254,25 @@ def scan_json(data: bytes | str, artifact_path: str = "$") -> Any:
     except RuntimeFault as fault:
         raise type(fault)(fault.code, artifact_path, fault.detail) from None  # type: ignore[arg-type]
     except json.JSONDecodeError as exc:
-        raise RuntimeFault(
-            "schema-parse-failure", artifact_path, f"{exc.msg} at offset {exc.pos}"
-        ) from None
+        zero = _leading_zero_at(text, exc.pos)
+        message = f"leading zero in a number at offset {zero}" if zero is not None else f"{exc.msg} at offset {exc.pos}"
+        raise RuntimeFault("schema-parse-failure", artifact_path, message) from None
     except RecursionError:
-        raise _refuse(artifact_path, f"nesting depth reaches {MAX_NESTING_DEPTH}") from None
-    check_value_domain(value, artifact_path)
+        raise _refuse(artifact_path, f"nesting depth exceeds {MAX_NESTING_DEPTH}") from None
+    try:
+        check_value_domain(value, "$")
+    except RuntimeFault as fault:  # every scanner fault names the given artifact path; the detail says where
+        inside = "" if fault.artifact_path == "$" else f" (at {fault.artifact_path})"
+        raise type(fault)(fault.code, artifact_path, f"{fault.detail}{inside}") from None  # type: ignore[arg-type]
     return value
+
+
+def _leading_zero_at(text: str, pos: int) -> int | None:
+    """The offset of a leading ``0`` that made the parser stop at ``pos`` (``[01]``, ``-01``), or None."""
+    start = pos - 1
+    if start < 0 or pos >= len(text) or text[start] != "0" or not text[pos].isdigit():
+        return None
+    before = text[start - 1] if start >= 1 else ""
+    if before and (before.isdigit() or before in ".eE+"):
+        return None  # a zero inside a number (10, 1.05, 1e05) is not a leading zero
+    return start

@@ -7,6 +7,7 @@ JSON plus one newline, to stdout when ``--out`` is absent, to the file when ``--
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Mapping
@@ -34,34 +35,65 @@ def check_single_stdin(inputs: Mapping[str, str | None]) -> None:
         raise UsageError(f'only one input may read stdin, but --{dashes[0]} and --{dashes[1]} both name "-"')
 
 
-def read_bytes(flag: str, value: str | None) -> bytes:
-    """The raw bytes of an input: stdin for ``-`` or ``None``, else the file."""
+#: Inputs larger than this are refused before they are parsed (``--in /dev/zero`` must not take
+#: gigabytes); ``EVALQUALITY_MAX_INPUT_BYTES`` overrides it. Real artifacts are kilobytes.
+DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+def max_input_bytes() -> int:
+    """The input size cap in force (``EVALQUALITY_MAX_INPUT_BYTES``, else 64 MiB)."""
+    raw = os.environ.get("EVALQUALITY_MAX_INPUT_BYTES", "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)
+    if raw:
+        raise UsageError(f"EVALQUALITY_MAX_INPUT_BYTES={raw!r} is not a positive whole number")
+    return DEFAULT_MAX_INPUT_BYTES
+
+
+def read_bytes(flag: str, value: str | None, schema_name: str = "input") -> bytes:
+    """The raw bytes of an input: stdin for ``-`` or ``None``, else the file; at most the size cap
+    (one byte more is read to know it is exceeded: ``budget-exhausted``, exit 5)."""
+    cap = max_input_bytes()
     if value is None or value == "-":
-        return sys.stdin.buffer.read()
-    try:
-        return Path(value).read_bytes()
-    except OSError as exc:
-        code = _errno_name(exc)
-        raise PathError(f'open "{value}": {code}') from None
+        data = sys.stdin.buffer.read(cap + 1)
+    else:
+        try:
+            with open(value, "rb") as handle:
+                data = handle.read(cap + 1)
+        except OSError as exc:
+            code = _errno_name(exc)
+            raise PathError(f'open "{value}": {code}') from None
+    if len(data) > cap:
+        where = "stdin" if value in (None, "-") else f'"{value}"'
+        raise RuntimeFault(
+            "budget-exhausted",
+            schema_name,
+            f"--{flag} ({where}) is larger than {cap} bytes; nothing was parsed (raise EVALQUALITY_MAX_INPUT_BYTES to allow it)",
+        )
+    return data
 
 
 def read_json(flag: str, value: str | None, schema_name: str) -> Any:
     """Read and strictly parse a JSON input; a parse error is ``schema-parse-failure`` naming the flag."""
-    data = read_bytes(flag, value)
+    data = read_bytes(flag, value, schema_name)
     try:
         return scan_json(data, schema_name)
     except RuntimeFault as fault:
         if fault.code == "schema-parse-failure":
-            where = "" if value in (None, "-") else f" ({value})"
+            # §7.3: only the repeatable inputs (--record, --evidence) name the file in the message.
+            where = f" ({value})" if flag in ("record", "evidence") and value not in (None, "-") else ""
             raise RuntimeFault(
                 "schema-parse-failure", schema_name, f"--{flag}{where} is not JSON: {fault.detail}"
             ) from None
         raise
 
 
-def _errno_name(exc: OSError) -> str:
-    import errno
+_PATH_ERRNOS = frozenset(
+    {errno.ENOENT, errno.EACCES, errno.EISDIR, errno.ENOTDIR, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG}
+)
 
+
+def _errno_name(exc: OSError) -> str:
     return errno.errorcode.get(exc.errno or 0, type(exc).__name__)
 
 
@@ -98,10 +130,20 @@ def write_artifact(value: Any, out: Path | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-        tmp.write_bytes(data)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, out)  # atomic: a reader never sees half an artifact
     except OSError as exc:
-        raise PathError(f'write "{out}": {_errno_name(exc)}') from None
+        tmp.unlink(missing_ok=True)  # a full disk never leaves a temp file behind
+        if exc.errno in _PATH_ERRNOS:
+            raise PathError(f'write "{out}": {_errno_name(exc)}') from None
+        exc.filename = str(out)
+        raise  # ENOSPC, EFBIG, EIO: one line and exit 5 (§7.3), from main
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

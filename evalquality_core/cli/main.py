@@ -68,6 +68,26 @@ def say(line: str) -> None:
     click.echo(f"eval-quality: {line}", err=True)
 
 
+def usage_message(exc: click.UsageError, args: list[str]) -> str:
+    """click's usage errors in §7's words: ``--out requires a value``, ``preflight requires
+    --observations, --run-id`` (every missing required flag, named with the command),
+    ``unknown command "x"; expected one of …``; anything else as click words it."""
+    if isinstance(exc, click.exceptions.BadOptionUsage) and "requires an argument" in exc.format_message():
+        return f"{exc.option_name} requires a value"
+    if isinstance(exc, click.exceptions.MissingParameter) and exc.ctx is not None and exc.ctx.command is not None:
+        given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+        missing = [
+            param.opts[0]
+            for param in exc.ctx.command.params
+            if isinstance(param, click.Option) and param.required and not given.intersection(param.opts)
+        ]
+        if missing:
+            return f"{exc.ctx.command.name} requires {', '.join(missing)}"
+    if exc.ctx is not None and exc.ctx.command is cli and args and args[0] not in cli.commands and not args[0].startswith("-"):
+        return f'unknown command "{args[0]}"; expected one of {", ".join(sorted(cli.commands))}'
+    return exc.format_message()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return (and, from the console script, exit with) the process exit code."""
     _load_commands()
@@ -81,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         del exc
         return _finish(EXIT_USAGE, argv)
     except click.UsageError as exc:
-        say(f"usage: {exc.format_message()}")
+        say(f"usage: {usage_message(exc, args)}")
         return _finish(EXIT_USAGE, argv)
     except click.exceptions.Exit as exc:
         return _finish(exc.exit_code, argv)

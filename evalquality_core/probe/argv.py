@@ -94,7 +94,18 @@ def positional_tokens(argument: Mapping[str, Any]) -> list[str]:
 
 
 def build_argv(
-    subcommand_path: Sequence[str], option: Mapping[str, Any], argument: Mapping[str, Any]
+    subcommand_path: Sequence[str],
+    option: Mapping[str, Any],
+    argument: Mapping[str, Any],
+    *,
+    end_of_options: str | None = None,
 ) -> list[str]:
-    """``[*subcommandPath, *optionTokens, *positionalTokens]`` — everything after the target itself."""
-    return [*subcommand_path, *option_tokens(option), *positional_tokens(argument)]
+    """``[*subcommandPath, *optionTokens, *positionalTokens]`` — everything after the target itself.
+
+    With an ``end_of_options`` marker (a registry entry's ``end_of_options``, usually ``"--"``), the
+    marker goes between the options and the positionals whenever there is a positional, so no
+    positional can be read as a flag. Without one the argv is exactly the reference's.
+    """
+    positionals = positional_tokens(argument)
+    marker = [end_of_options] if end_of_options is not None and positionals else []
+    return [*subcommand_path, *option_tokens(option), *marker, *positionals]

@@ -5,13 +5,25 @@ nothing; an authorization is keyed by the pair (interfaceId, executable) and eve
 ``permittedEnvironmentKeys`` included (``[]`` permits no declared key; ``PATH`` in any case is refused
 by the schema because it would choose which binary answers a logical name).
 
-Our one extension to the reference's shape is ``targetArgs``: fixed leading arguments placed between
-the target and the request's argv (``python3 runner.py …``), so a script need not carry a shebang and
-an exec bit. Like every other field it is required (``[]`` for none) and no request can change it.
+Our extensions to the reference's shape, each optional with a default that keeps the reference's argv:
+
+* ``targetArgs`` (default ``[]``, as the reference's policy): fixed leading arguments placed between
+  the target and the request's argv (``python3 runner.py …``), so a script need not carry a shebang
+  and an exec bit. No request can change them.
+* ``endOfOptions`` (default none): a marker (normally ``"--"``) the target's parser honours; when set,
+  it goes between the options and the positionals, so a positional is never read as a flag.
+* ``dashPositionals`` (default false): without a marker, a positional that starts with ``-`` (other
+  than a lone ``-``) would be read as a flag, so it is refused (``forbidden-target``, reason
+  ``argument-not-authorized``) unless the entry opts in with ``true``.
+
+Every option key must match the flag grammar (the executable slug rule ``^[a-z0-9]+(-[a-z0-9]+)*$``,
+which includes the ``no-`` form): ``{"a=b --c": true}`` would smuggle a second flag, so it is refused
+(``argument-not-authorized``) before anything starts.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -24,12 +36,15 @@ from evalquality_core.artifacts.port_messages import (
     Identifier,
 )
 from evalquality_core.faults import ForbiddenTargetReason, RuntimeFault
+from evalquality_core.probe.argv import positional_tokens
 
 __all__ = [
     "MAX_ELAPSED_MS",
     "CommandTargetAuthorization",
     "CommandTargetPolicy",
+    "OPTION_KEY",
     "TargetDecision",
+    "evaluate_arguments",
     "evaluate_environment",
     "evaluate_request",
     "evaluate_target",
@@ -49,8 +64,8 @@ class CommandTargetAuthorization(ArtifactModel):
     #: The real file: absolute, a bare name found through the adapter's own PATH, or a path with a
     #: ``/`` relative to ``cwd``.
     target: NonEmptyStr
-    #: Fixed leading arguments (our extension; ``[]`` for none).
-    target_args: list[str]
+    #: Fixed leading arguments (our extension; ``[]`` when absent).
+    target_args: list[str] = Field(default_factory=list)
     permitted_subcommand_paths: Annotated[list[list[Identifier]], Field(min_length=1)]
     permitted_environment_keys: list[EnvironmentKeyName]
     #: The working directory; when relative, it is resolved against the caller's per-call workdir.
@@ -60,6 +75,10 @@ class CommandTargetAuthorization(ArtifactModel):
     max_elapsed_ms: Annotated[int, Field(ge=1, le=MAX_ELAPSED_MS)]
     #: Applied separately to stdout, stderr and each artifact file.
     max_output_bytes: Annotated[int, Field(ge=1)]
+    #: Our extension: the end-of-options marker placed before the positionals (module docstring).
+    end_of_options: Annotated[str, Field(min_length=1)] | None = None
+    #: Our extension: whether a dash-leading positional is allowed without a marker.
+    dash_positionals: bool = False
 
     @field_validator("permitted_environment_keys")
     @classmethod
@@ -158,6 +177,30 @@ def evaluate_environment(authorization: CommandTargetAuthorization, keys: list[s
     return TargetDecision(True, authorization, None, "authorized")
 
 
+#: The flag grammar of an option key: the executable slug rule (``no-x`` is one of its forms).
+OPTION_KEY = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+def evaluate_arguments(authorization: CommandTargetAuthorization, request: CliProbeRequest) -> TargetDecision:
+    """Option keys must match the flag grammar; a dash-leading positional needs the entry's marker or
+    its opt-in (module docstring)."""
+    for key in request.channels.option:
+        if not OPTION_KEY.match(key):
+            return _deny(
+                "argument-not-authorized",
+                f'option key "{key[:80]}" is not a flag name (lowercase words joined by "-")',
+            )
+    if authorization.end_of_options is None and not authorization.dash_positionals:
+        for token in positional_tokens(request.channels.argument):
+            if token.startswith("-") and token != "-":
+                return _deny(
+                    "argument-not-authorized",
+                    f'positional "{token[:80]}" starts with "-" and would be read as a flag; the registry entry '
+                    "declares no end_of_options marker and does not set dash_positionals",
+                )
+    return TargetDecision(True, authorization, None, "authorized")
+
+
 def evaluate_request(policy: CommandTargetPolicy, request: Any) -> TargetDecision:
     """Every pre-spawn decision for one request, in the order of §4.2 (kind, target, environment)."""
     if not isinstance(request, CliProbeRequest):
@@ -169,7 +212,10 @@ def evaluate_request(policy: CommandTargetPolicy, request: Any) -> TargetDecisio
     decision = evaluate_target(policy, request.interface_id, request.executable, list(request.subcommand_path))
     if not decision.allowed or decision.authorization is None:
         return decision
-    return evaluate_environment(decision.authorization, list(request.channels.environment))
+    decision = evaluate_environment(decision.authorization, list(request.channels.environment))
+    if not decision.allowed or decision.authorization is None:
+        return decision
+    return evaluate_arguments(decision.authorization, request)
 
 
 def forbidden_target_fault(decision: TargetDecision, artifact_path: str = "ProbeRequest") -> RuntimeFault:

@@ -2,7 +2,9 @@
 
 harness.md A.1–A.2. Text in (the caller reads the file); nothing here touches the filesystem. Each
 ``[[target]]`` table is one ``CommandTargetAuthorization`` in snake_case; every key is required, as in
-the policy (``permitted_environment_keys = []`` must be written out, and ``PATH`` can never be listed).
+the policy (``permitted_environment_keys = []`` must be written out, and ``PATH`` can never be listed),
+except ``target_args`` (default ``[]``, as the reference's policy), ``end_of_options`` (default none)
+and ``dash_positionals`` (default false); see ``probe/policy.py`` for what the last two mean.
 String values of ``target``, ``target_args`` and ``cwd`` may hold ``{name}`` placeholders (for
 example ``{python}``) that the caller fills in ``to_policy``; an unfilled placeholder is refused.
 
@@ -47,7 +49,11 @@ TARGET_KEYS: tuple[str, ...] = (
     "artifacts",
     "max_elapsed_ms",
     "max_output_bytes",
+    "end_of_options",
+    "dash_positionals",
 )
+#: Keys that may be left out, with the value they then take (``target_args`` as the reference's policy).
+OPTIONAL_TARGET_KEYS: dict[str, Any] = {"target_args": [], "end_of_options": None, "dash_positionals": False}
 _CAMEL = {
     "interface_id": "interfaceId",
     "executable": "executable",
@@ -59,6 +65,8 @@ _CAMEL = {
     "artifacts": "artifacts",
     "max_elapsed_ms": "maxElapsedMs",
     "max_output_bytes": "maxOutputBytes",
+    "end_of_options": "endOfOptions",
+    "dash_positionals": "dashPositionals",
 }
 #: The keys of one ``[[target]]`` table with ``kind = "api"`` (an HTTP authorization, preflight-
 #: adapter.md §4.9), in the order the README documents them; all required, no defaults.
@@ -257,9 +265,10 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         extra = sorted(set(table) - set(TARGET_KEYS))
         if extra:
             raise _fault(source, f"{where} has unknown key(s) {', '.join(extra)}")
-        absent = [key for key in TARGET_KEYS if key not in table]
+        absent = [key for key in TARGET_KEYS if key not in table and key not in OPTIONAL_TARGET_KEYS]
         if absent:
             raise _fault(source, f"{where} lacks required key(s) {', '.join(absent)} (there are no defaults)")
+        table = {**OPTIONAL_TARGET_KEYS, **table}
         entry = {_CAMEL[key]: table[key] for key in TARGET_KEYS}
         for key in _TEMPLATED:
             texts = table[key] if isinstance(table[key], list) else [table[key]]

@@ -78,7 +78,7 @@ def _resolve_in_band_error(inner: Any, request: Any, abort: Any) -> Any:
     try:
         return inner.probe(request, abort=abort)
     except RuntimeFault as fault:
-        if "could not be read" not in fault.detail:
+        if "is not read" not in fault.detail:
             raise
         return assemble_cli_observation(read_probe_request(request), 0, b'{"error": "artifact unreadable"}', b"", {})
 

@@ -116,7 +116,7 @@ SCORE_ROWS = [
     Row("policy repeats a key", lambda t: {"policy": write(t / "pol.json", '{"schemaVersion": 2, "schemaVersion": 2}')},
         5, ("non-canonicalizable-value: ScoringPolicy:", "duplicate")),
     Row("evaluator configuration is empty", lambda t: {"evaluator-configuration": write(t / "e.json", "")},
-        5, ("schema-parse-failure: EvaluatorConfiguration:", "e.json")),
+        5, ("schema-parse-failure: EvaluatorConfiguration:", "--evaluator-configuration is not JSON: ")),
     Row("isolation manifest has a wrong schemaVersion",
         lambda t: {"isolation-manifest": edited(TRIALS / "trial-1" / "isolation-manifest.json", t / "i.json", schemaVersion=0)},
         5, ("schema-version-mismatch: IsolationManifest.schemaVersion:",)),
@@ -240,7 +240,7 @@ def _request(t: Path, **kwargs: Any) -> dict[str, Any]:
 
 PROBE_ROWS = [
     Row("request is malformed JSON", lambda t: {"request": write(t / "req.json", "{")},
-        5, ("schema-parse-failure: ProbeRequest:", "req.json", "is not JSON")),
+        5, ("schema-parse-failure: ProbeRequest:", "--request is not JSON: ")),
     Row("request has an unknown key", lambda t: {"request": write(t / "req.json", json.dumps({**request("argv-echo"), "bogus": 1}))},
         5, ("schema-parse-failure: ProbeRequest.bogus:",)),
     Row("request carries a schemaVersion it has none of",

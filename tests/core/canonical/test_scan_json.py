@@ -30,7 +30,7 @@ REFUSED: list[tuple[str, bytes | str, str]] = [
     ("duplicate-key", b'{"a":1,"a":2}', DOMAIN),
     ("duplicate-key-escaped", b'{"A":1,"\\u0041":2}', DOMAIN),
     ("duplicate-key-nested", b'[{"x":{"b":1,"\\u0062":2}}]', DOMAIN),
-    ("depth-1024", b"[" * MAX_NESTING_DEPTH + b"]" * MAX_NESTING_DEPTH, DOMAIN),
+    ("depth-1025", b"[" * (MAX_NESTING_DEPTH + 1) + b"]" * (MAX_NESTING_DEPTH + 1), DOMAIN),
     ("depth-100000", b"[" * 100000, DOMAIN),
     ("unsafe-int", b"9007199254740992", DOMAIN),
     ("unsafe-negative-int", b"-9007199254740992", DOMAIN),

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from evalquality_core.faults import RuntimeFault
-from evalquality_core.probe.targets import TARGET_KEYS, cross_check_targets, parse_targets
+from evalquality_core.probe.targets import (
+    OPTIONAL_TARGET_KEYS,
+    TARGET_KEYS,
+    cross_check_targets,
+    parse_targets,
+)
 
 SKILL_RUNNER = """
 [[target]]
@@ -80,7 +85,7 @@ def test_unknown_top_level_key() -> None:
     assert "unknown top-level key(s) targets" in refusal("[[targets]]\nx = 1\n").detail
 
 
-@pytest.mark.parametrize("key", TARGET_KEYS)
+@pytest.mark.parametrize("key", [key for key in TARGET_KEYS if key not in OPTIONAL_TARGET_KEYS])
 def test_every_key_is_required(key: str) -> None:
     lines = [line for line in SKILL_RUNNER.splitlines() if not line.startswith(key + " ")]
     if key == "artifacts":
@@ -162,3 +167,19 @@ def test_cross_check_takes_models_too(conformance: Path) -> None:
     wire = json.loads((conformance / "chains" / "skill-defect" / "eval-contract.json").read_text())
     model = read_artifact(EvalContract, wire)
     assert cross_check_targets(parse_targets(SKILL_RUNNER), [model]).ok
+
+
+def test_an_entry_without_target_args_loads_with_none():
+    """As the reference's policy: ``target_args`` may be left out (an empty list); so may our two
+    argument-rule keys (no end-of-options marker, no dash-leading positionals)."""
+    text = "\n".join(line for line in SKILL_RUNNER.splitlines() if not line.startswith("target_args "))
+    registry = parse_targets(text)
+    policy = registry.to_policy({"python": "/usr/bin/python3", "suite": "/s"})
+    (entry,) = policy.authorizations
+    assert entry.target_args == [] and entry.end_of_options is None and entry.dash_positionals is False
+
+
+def test_the_argument_rule_keys_load():
+    text = SKILL_RUNNER.replace("cwd =", 'end_of_options = "--"\ndash_positionals = true\ncwd =')
+    (entry,) = parse_targets(text).to_policy({"python": "/usr/bin/python3", "suite": "/s"}).authorizations
+    assert entry.end_of_options == "--" and entry.dash_positionals is True

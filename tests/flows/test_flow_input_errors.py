@@ -1,0 +1,86 @@
+"""Every input error of the flows is one line and a documented exit code, with nothing run or left behind:
+``--out`` naming a file, a missing ``--suites`` folder (64), an unreachable ``PREFECT_API_URL`` (69), an
+unusable leg cache (74); and a full disk (a real write limit on a real process) leaves no temp file."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(flow: str, args: list[str], home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "EVALQUALITY_HOME": str(home), **env}
+    return subprocess.run(
+        [sys.executable, "-m", flow, *args], cwd=PROJECT_ROOT, env=environment, capture_output=True, text=True, timeout=180
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess[str], code: int, says: str) -> None:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == code, result.stderr
+    assert len(lines) == 1 and says in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("flow", ["flows.preflight", "flows.contract_strength"])
+def test_out_naming_a_file_and_missing_suites_are_usage_errors(tmp_path, flow):
+    home, afile = tmp_path / "home", tmp_path / "a-file"
+    afile.write_text("x")
+    _one_line(_run(flow, ["--out", str(afile)], home), 64, f"--out {afile} is a file, not a directory")
+    _one_line(_run(flow, ["--suites", str(tmp_path / "nowhere")], home), 64, "does not exist")
+    assert not (home / "leg-cache").exists() and afile.read_text() == "x"
+
+
+def test_an_unreachable_prefect_api_is_one_line_and_69(tmp_path):
+    result = _run("flows.preflight", [], tmp_path / "home", PREFECT_API_URL="http://127.0.0.1:9/api")
+    _one_line(result, 69, "PREFECT_API_URL=http://127.0.0.1:9/api is not reachable")
+
+
+def test_an_unusable_leg_cache_is_one_line_and_74(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "leg-cache").write_text("not a directory")  # the cache directory cannot exist
+    _one_line(_run("flows.preflight", [], home), 74, f"leg cache {home / 'leg-cache'}")
+
+
+def _limit_file_size() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200, 200))  # any file past 200 bytes: EFBIG
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_full_disk_leaves_no_temp_file_behind(tmp_path):
+    """A write limit the kernel enforces (EFBIG, as a full disk gives ENOSPC) on the flows' writer."""
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1])\n"
+        "from flows.output import write_atomically\n"
+        "try:\n"
+        "    write_atomically(Path(sys.argv[2]) / 'verdict.json', b'x' * 5000)\n"
+        "except OSError as error:\n"
+        "    print(error.errno)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(PROJECT_ROOT), str(tmp_path)],
+        capture_output=True, text=True, timeout=60, preexec_fn=_limit_file_size,
+    )
+    assert result.stdout.strip().isdigit(), result.stderr
+    assert list(tmp_path.iterdir()) == []  # neither the file nor a .tmp- file
+
+
+def test_cli_compile_on_a_full_disk_is_one_line_exit_5_and_no_temp_file(tmp_path, conformance):
+    contract = conformance / "corpus-dev" / "compile-seal-example" / "contract.json"
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-c", "from evalquality_core.cli.main import main; main()", "compile", "--in", str(contract), "--out", str(out)],
+        capture_output=True, text=True, timeout=60, preexec_fn=_limit_file_size, cwd=PROJECT_ROOT,
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 5 and len(lines) == 1 and lines[0].startswith("eval-quality: EFBIG: "), result.stderr
+    assert list(out.iterdir()) == []
