@@ -7,8 +7,10 @@ The run (harness.md A.4, full mode), per suite under the corpus:
    per suite (the reference client's full mode), written as ``preflight.json``. Its legs send the same
    requests as the per-probe pre-flight's, so a night after a pre-flight run spawns nothing new;
 2. the contract is compiled and sealed (``tasks/contract.py``): ``sealed-evaluator-brief.json``;
-3. one ``score`` task per probe over its stored trial records (``trials/<probe>/trial-N/``) under the
-   suite's one pre-flight verdict, keyed by the digests of its inputs (``tasks/scoring.py``):
+3. one ``score`` task per probe over its trial records under the suite's one pre-flight verdict: the
+   stored replays (``trials/<probe>/trial-N/``, ``--trials stored``) or trials run now
+   (``--trials live``: ``run-trial`` and ``seal-record`` per trial index, ``tasks/trials.py``, written
+   under ``<out>/<suite>/trials/``), keyed by the digests of its inputs (``tasks/scoring.py``):
    ``evidence-<probe>.json``. One verdict per suite gives every probe the same fixture digest, hence
    the same ``scoringVersion``, which is what lets step 4 aggregate them;
 4. ``aggregate-strength`` over the suite's evidence against the suite's floors (``suite.toml``
