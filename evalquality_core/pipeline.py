@@ -63,10 +63,20 @@ def read_preflight_inputs(contract: Any, probes: Sequence[Any]) -> tuple[Any, li
     if not isinstance(contract, BaseModel):
         contract = read_artifact(EvalContract, contract, "EvalContract")
     check_probe_stamps([probe for probe in probes if not isinstance(probe, BaseModel)])
-    parsed = [
-        probe if isinstance(probe, BaseModel) else read_artifact(Probe, probe, f"Probe[{index}]")
-        for index, probe in enumerate(probes)
-    ]
+    parsed = []
+    for index, probe in enumerate(probes):
+        if isinstance(probe, BaseModel):
+            parsed.append(probe)
+            continue
+        try:
+            parsed.append(read_artifact(Probe, probe, "Probe"))
+        except RuntimeFault as fault:
+            if fault.code != "schema-parse-failure":
+                raise
+            # §2.6: an unparseable probe is reported at `Probe`; which probe and where go in the detail.
+            raise RuntimeFault(
+                "schema-parse-failure", "Probe", f"probe [{index}] at {fault.artifact_path}: {fault.detail}"
+            ) from None
     return contract, parsed
 
 

@@ -61,8 +61,10 @@ SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 
 InterfaceKind = Literal["api", "web", "cli", "mcp"]
 INTERFACE_KINDS: tuple[InterfaceKind, ...] = get_args(InterfaceKind)
-#: Kinds compile and pre-flight support; mcp tool-call operations are out of scope (00-overview.md).
-SUPPORTED_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli")
+#: Kinds compile and qualification support (mcp: the tool-call form of contract 6+; ``web`` is refused).
+SUPPORTED_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli", "mcp")
+#: Kinds pre-flight plans legs for: api (HTTP adapter), cli (command-line adapter), mcp (stdio MCP adapter).
+PREFLIGHT_INTERFACE_KINDS: tuple[InterfaceKind, ...] = ("api", "cli", "mcp")
 
 HttpMethod = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 HTTP_METHODS: tuple[HttpMethod, ...] = get_args(HttpMethod)
@@ -89,7 +91,10 @@ COMMAND_CHANNELS: tuple[CommandChannel, ...] = get_args(CommandChannel)
 InputChannel = Literal["path", "query", "header", "body", "argument", "option", "environment", "stdin"]
 INPUT_CHANNELS: tuple[InputChannel, ...] = get_args(InputChannel)
 
-WitnessChannel = Literal["path", "query", "body", "argument", "option", "environment", "stdin"]
+#: The tool-call input channel (contract 6+, mcp operations).
+TOOL_CALL_CHANNELS: tuple[str, ...] = ("arguments",)
+
+WitnessChannel = Literal["path", "query", "body", "argument", "option", "environment", "stdin", "arguments"]
 WITNESS_CHANNELS: tuple[WitnessChannel, ...] = get_args(WitnessChannel)
 
 PayloadTag = Literal["json", "text", "absent"]

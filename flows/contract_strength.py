@@ -62,7 +62,7 @@ from evalquality_core.canonical import (
 )
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
-from flows.lifecycle import FlowArgumentParser, start_flow_main
+from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
 from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
@@ -861,19 +861,22 @@ def print_strength(run: StrengthRun) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
-    settings = start_flow_main("python -m flows.contract_strength", args.concurrency)
+    prog = "python -m flows.contract_strength"
+    settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
-    run = run_contract_strength(
-        settings,
-        task_runner=make_task_runner(args.task_runner, workers),
-        suites_dir=args.suites,
-        out_dir=args.out,
-        baseline=args.baseline,
-        mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
-        update_baseline_file=args.update_baseline,
-        trials=args.trials,
-        fresh_trials=args.fresh_trials,
-    )
+    with one_line_errors(prog):
+        check_leg_cache(prog, settings)
+        run = run_contract_strength(
+            settings,
+            task_runner=make_task_runner(args.task_runner, workers),
+            suites_dir=args.suites,
+            out_dir=args.out,
+            baseline=args.baseline,
+            mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
+            update_baseline_file=args.update_baseline,
+            trials=args.trials,
+            fresh_trials=args.fresh_trials,
+        )
     print_strength(run)
     return run.exit_code
 

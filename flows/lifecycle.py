@@ -11,10 +11,13 @@ an earlier killed run under the *same* Prefect home left behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
@@ -23,6 +26,9 @@ from flows.settings import FlowSettings, load_settings
 
 #: Exit code of a usage error, as the ``eval-quality`` CLI (2 means "the baseline moved" here).
 EXIT_USAGE = 64
+#: Exit code when the eval-quality home cannot hold the run's state: the leg cache cannot be opened
+#: even after moving a broken database aside, the disk is full, a file cannot be written (EX_IOERR).
+EXIT_IO = 74
 
 #: What identifies Prefect's temporary server in its command line and environment.
 _SERVER_FACTORY = "prefect.server.api.server:create_app"
@@ -118,3 +124,46 @@ def start_flow_main(prog: str, concurrency: int | None) -> FlowSettings:
         print(f"{prog}: usage: --concurrency must be at least 1", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     return settings
+
+
+def check_leg_cache(prog: str, settings: FlowSettings) -> None:
+    """Open the leg cache once before any task runs: a broken database is moved aside and rebuilt
+    (one warning line, tasks/leg_cache.py); a cache that cannot be used at all is one line and exit 74."""
+    from tasks.leg_cache import LegCache, LegCacheUnusable
+
+    try:
+        LegCache(settings.leg_cache_dir).close()
+    except LegCacheUnusable as problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_IO) from None
+
+
+class FlowInputError(Exception):
+    """A flow input that cannot be used (``--out`` names a file, ``--suites`` is missing, the API is
+    unreachable); ``str()`` is the one line, ``exit_code`` the documented code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+@contextlib.contextmanager
+def one_line_errors(prog: str) -> Iterator[None]:
+    """Turn the errors a user can cause or fix into one line on stderr and a documented exit code:
+    ``FlowInputError`` (its code, 64 or 69), an unusable leg cache (74), an ``OSError`` while writing
+    state or output (74: a full disk, a read-only or vanished directory). A bug still shows its trace."""
+    from tasks.leg_cache import LegCacheUnusable
+
+    try:
+        yield
+    except FlowInputError as problem:
+        print(f"{prog}: {'usage: ' if problem.exit_code == EXIT_USAGE else ''}{problem}", file=sys.stderr)
+        raise SystemExit(problem.exit_code) from None
+    except LegCacheUnusable as problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_IO) from None
+    except OSError as problem:
+        name = errno.errorcode.get(problem.errno or 0, type(problem).__name__)
+        where = f" {problem.filename}" if problem.filename else ""
+        print(f"{prog}: {name}:{where}: {problem.strerror or problem}", file=sys.stderr)
+        raise SystemExit(EXIT_IO) from None

@@ -30,13 +30,13 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import gate
-from flows.lifecycle import FlowArgumentParser, start_flow_main
+from flows.lifecycle import FlowArgumentParser, check_leg_cache, one_line_errors, start_flow_main
 from flows.output import write_artifact
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, print_report, publish_report
 from flows.settings import FlowSettings
 from flows.suites import Suite, load_suites
 from tasks.contract import compile_task
-from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, close_leg_cache
+from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_cache
 from tasks.preflight import (
     LegJob,
     abort_event,
@@ -58,6 +58,8 @@ SCOPES: tuple[str, ...] = ("probe", "suite")
 SUITE_ROW = "*"
 #: The file a suite-wide verdict is written to, beside the per-probe ``preflight-<probe>.json``.
 SUITE_VERDICT_FILE = "preflight.json"
+
+PROG = "python -m flows.preflight"
 
 
 def run_id_of(suite: str, probe_id: str) -> str:
@@ -208,6 +210,8 @@ class _Collected:
     answers: list[LegAnswer]
     fault: EvalQualityFault | None
     reduction: Any  # the reduce-preflight future, or None
+    #: What the legs that faulted cost (a timed-out leg ran for its whole budget): spawns and seconds.
+    fault_costs: tuple[LegFaultCost, ...] = ()
 
 
 def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> _Collected:
@@ -216,13 +220,17 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
         return _Collected([], item.fault, None)
     answers: list[LegAnswer] = []
     fault: EvalQualityFault | None = None
+    costs: list[LegFaultCost] = []
     for leg in item.plan.legs:
         try:
             answers.append(futures[(item.suite.name, item.probe_id, leg.leg_id)].result())
         except EvalQualityFault as raised:
             fault = fault or raised
+            cost = getattr(raised, "leg_cost", None)
+            if isinstance(cost, LegFaultCost):
+                costs.append(cost)
     if fault is not None:
-        return _Collected(answers, fault, None)
+        return _Collected(answers, fault, None, tuple(costs))
     observations = [answer.observation for answer in answers]
     return _Collected(answers, None, reduce_preflight_task.submit(quote(item.plan), quote(observations)))
 
@@ -230,16 +238,20 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
 def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[str]) -> ProbePreflight:
     """The probe's row: its leg counts and its verdict (written) or the fault that stopped it."""
     answers = collected.answers
-    spawned = sum(1 for answer in answers if answer.source == "spawned")
+    cached = sum(1 for answer in answers if answer.source == "cache")
+    # A leg that faulted after its spawn (a timeout burns its whole budget) was run and cost its time.
+    faulted = sum(1 for cost in collected.fault_costs if cost.spawned)
+    spawned = len(answers) - cached + faulted
     keys.update(answer.key for answer in answers if answer.source == "spawned")
-    seconds = sum(answer.elapsed_s for answer in answers)
+    keys.update(cost.key for cost in collected.fault_costs if cost.spawned)
+    seconds = sum(answer.elapsed_s for answer in answers) + sum(cost.elapsed_s for cost in collected.fault_costs)
     planned = None if item.plan is None else len(item.plan.legs)
 
     def row(outcome: str, path: Path | None = None) -> ProbePreflight:
         """This probe's row with the given outcome (and verdict file)."""
         return ProbePreflight(
-            item.suite.name, item.probe_id, planned, spawned, len(answers) - spawned, seconds, outcome,
-            None if path is None else str(path),
+            item.suite.name, item.probe_id, planned, spawned, cached, seconds, outcome,
+            None if path is None else str(path), faulted=faulted,
         )
 
     stale = verdict_path(out, item.suite.name, item.probe_id)
@@ -268,7 +280,7 @@ def run_preflight_flow(settings: FlowSettings, mode: str = "default") -> Preflig
 
 def _parser() -> argparse.ArgumentParser:
     parser = FlowArgumentParser(
-        prog="python -m flows.preflight",
+        prog=PROG,
         description="Pre-flight every probe of every suite (real child processes, digest-keyed leg cache), "
         "write the verdicts, and compare with the pre-flight baseline (exit 0 matched, 2 moved).",
     )
@@ -286,7 +298,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
     args = _parser().parse_args(argv)
-    settings = start_flow_main("python -m flows.preflight", args.concurrency)
+    settings = start_flow_main(PROG, args.concurrency)
     settings = FlowSettings(
         home=settings.home,
         suites_dir=Path(args.suites).resolve() if args.suites else settings.suites_dir,
@@ -295,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         baseline=Path(args.baseline).resolve() if args.baseline else settings.baseline,
     )
     mode = "force" if args.force else ("from-cache" if args.from_cache else "default")
-    run = run_preflight_flow(settings, mode)
+    with one_line_errors(PROG):
+        check_leg_cache(PROG, settings)
+        run = run_preflight_flow(settings, mode)
     print_report(run)
     result = gate(run, settings.baseline, update=args.update_baseline)
     for line in result.lines:

@@ -39,6 +39,8 @@ class ProbePreflight:
     leg_seconds: float
     outcome: str
     verdict_file: str | None
+    #: Of ``spawned``, the legs whose run ended in a fault (a timeout, say): run and paid for, not answered.
+    faulted: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,11 @@ class PreflightRun:
         return sum(row.from_cache for row in self.probes)
 
     @property
+    def faulted(self) -> int:
+        """Spawned legs whose run ended in a fault (their seconds are in ``leg_seconds``)."""
+        return sum(row.faulted for row in self.probes)
+
+    @property
     def leg_seconds(self) -> float:
         """Wall-clock seconds spent inside spawned legs (summed over legs)."""
         return sum(row.leg_seconds for row in self.probes)
@@ -80,6 +87,7 @@ class PreflightRun:
             "failures": [asdict(failure) for failure in self.failures],
             "legsSpawned": self.spawned,
             "legsFromCache": self.from_cache,
+            "legsFaulted": self.faulted,
             "legSeconds": round(self.leg_seconds, 3),
             "wallSeconds": round(self.wall_seconds, 3),
         }
@@ -87,8 +95,9 @@ class PreflightRun:
 
 def summary_line(run: PreflightRun) -> str:
     """The closing line of a run."""
+    faulted = f" ({run.faulted} of them timed out or faulted)" if run.faulted else ""
     return (
-        f"{run.spawned} legs run and {run.from_cache} answered from cache, "
+        f"{run.spawned} legs run{faulted} and {run.from_cache} answered from cache, "
         f"{run.leg_seconds:.1f} s spent in legs"
     )
 

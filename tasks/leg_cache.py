@@ -2,45 +2,83 @@
 
 Key = digest of the leg's canonical request with its correlation label (``probeId``, i.e. the leg id)
 blanked, plus the target's registry entry and budgets, a digest of the staged system and fixtures, and
-the tool version. Nothing secret enters a key or a record: the registry entry names environment keys
-only, and host values are never added. Rules:
+the tool version. Nothing secret enters a record: the registry entry names environment keys only,
+and a persisted request keeps environment key *names* only. Rules:
 
 * faults are never cached (a timeout writes nothing, so the next run spawns again); a non-zero exit
   IS an observation and is cached;
 * a hit is re-stamped with the current leg's probeId, interfaceId and operationId;
 * identical requests collapse into one spawn even when concurrent, across threads and processes: the
-  spawn runs under a diskcache-backed single-flight lock whose holder is reclaimed when its process is
-  dead, and the cache is re-checked under the lock;
+  spawn runs under a single-flight claim whose holder is reclaimed when its process is dead, and the
+  cache is re-checked under the claim. A leg that *faulted* (a hang that ran into its budget, say) is
+  remembered for the rest of the invocation, so its identical twins wait for that one spawn and get
+  the same fault instead of each burning the full budget again;
 * modes: ``default``; ``force`` (each distinct request runs live once per invocation, later legs with
-  that key read what was just written); ``from-cache`` (a miss is an error naming how to fill the cache);
-* crash- and kill-safe: an entry is one SQLite transaction written after the observation is complete,
-  so a partial entry is never served.
+  that key read what was just written); ``from-cache`` (a miss is an error naming how to fill the cache).
+
+**Nothing read back is trusted.** There is no pickle anywhere: the store (``LegStore``) holds text.
+Each entry is canonical JSON ``{"format", "key", "keyDigest", "record", "recordDigest"}``; a read
+verifies that the entry parses strictly, is stored under the key it names, that both digests match,
+and that the observation is a valid cli ``ProbeObservation``. An entry that fails any of it is
+deleted, reported as one warning line, and the leg runs again; it is never served. (The digests carry
+no secret: they catch corruption, truncation, an entry moved to another key and anything planted
+that is not a well-formed entry, but a writer with the user's own rights can forge a consistent
+entry. The cache directory must not be writable by the systems under test; see README "Trust
+boundary".)
+
+**A broken database is rebuilt, not fatal.** ``SqliteLegStore`` runs SQLite's ``quick_check`` when it
+opens; a garbled or truncated file is moved aside (``legs.sqlite3.corrupt-<stamp>``), one warning line
+names the cache directory and where the broken file went, and an empty cache takes its place (the
+legs simply run again). A database that still cannot be opened raises ``LegCacheUnusable``, which the
+flows report as one line and exit 74.
+
+The store interface (``get`` / ``put`` / ``claim`` / ``close``) is all ``LegCache`` uses, so another
+backend (a server database) can sit behind the same cache; ``SqliteLegStore`` is the default, one file
+``<cache dir>/legs.sqlite3``, safe across threads and processes (single flight is an ``flock`` per key, which the kernel drops when
+its holder dies). Crash- and kill-safe: an entry is one
+SQLite transaction written after the observation is complete, so a partial entry is never served.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import hashlib
 import os
+import sqlite3
+import stat
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-import diskcache
-
-from evalquality_core.canonical.digest import digest_composite
-from evalquality_core.faults import RuntimeFault
+from evalquality_core.artifacts.port_messages import CliProbeObservation, read_probe_observation
+from evalquality_core.canonical.digest import digest_artifact, digest_composite
+from evalquality_core.canonical.json import canonical_bytes, scan_json
+from evalquality_core.faults import EvalQualityFault, RuntimeFault
 
 LegCacheMode = Literal["default", "force", "from-cache"]
 LEG_CACHE_MODES: tuple[LegCacheMode, ...] = ("default", "force", "from-cache")
 
-#: Identifies this process in lock holders, so a recycled pid is never mistaken for a live holder.
+#: Identifies this process in claim holders, so a recycled pid is never mistaken for a live holder.
 _PROCESS_TOKEN = uuid.uuid4().hex
-_LOCK_PREFIX = "lock:"
-_ENTRY_PREFIX = "leg:"
+#: The format tag of an entry; bumped if the entry shape changes (older entries then fail verification).
+ENTRY_FORMAT = "eval-quality/leg-cache-entry/v1"
+DATABASE_NAME = "legs.sqlite3"
+#: Exit code the flows use when the leg cache cannot be used at all (sysexits EX_IOERR).
+EXIT_CACHE_UNUSABLE = 74
+
+
+class LegCacheUnusable(Exception):
+    """The cache directory cannot hold a working database (not even after moving a broken one aside).
+
+    ``str()`` is one line naming the directory and the fix."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +87,16 @@ class LegAnswer:
 
     observation: Mapping[str, Any]
     source: Literal["spawned", "cache"]
+    elapsed_s: float
+    key: str
+
+
+@dataclass(frozen=True)
+class LegFaultCost:
+    """Attached to a fault a leg raised (``fault.leg_cost``): whether this leg spawned a process for
+    it and how long that ran, so the closing cost line counts timed-out legs and their seconds."""
+
+    spawned: bool
     elapsed_s: float
     key: str
 
@@ -72,6 +120,87 @@ def leg_cache_key(
     ).removeprefix("sha256:")
 
 
+def _key_digest(key: str) -> str:
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def encode_entry(key: str, record: Mapping[str, Any]) -> str:
+    """The stored text of one entry: canonical JSON carrying the digests of its key and its record."""
+    body = dict(record)
+    entry = {
+        "format": ENTRY_FORMAT,
+        "key": key,
+        "keyDigest": _key_digest(key),
+        "record": body,
+        "recordDigest": digest_artifact(body),
+    }
+    return canonical_bytes(entry).decode("utf-8")
+
+
+class EntryRejected(ValueError):
+    """A stored entry failed verification; ``str()`` says why (one short clause)."""
+
+
+def decode_entry(key: str, text: Any) -> dict[str, Any]:
+    """The verified record of a stored entry, or ``EntryRejected`` naming the first check it fails."""
+    if not isinstance(text, str):
+        raise EntryRejected(f"it is stored as {type(text).__name__}, not JSON text")
+    try:
+        entry = scan_json(text, "LegCacheEntry")
+    except EvalQualityFault as fault:
+        raise EntryRejected(f"it is not strict JSON ({fault.detail})") from None
+    if not isinstance(entry, dict) or set(entry) != {"format", "key", "keyDigest", "record", "recordDigest"}:
+        raise EntryRejected("it does not have the entry shape")
+    if entry["format"] != ENTRY_FORMAT:
+        raise EntryRejected(f"its format {str(entry['format'])[:40]!r} is not {ENTRY_FORMAT!r}")
+    if entry["key"] != key:
+        raise EntryRejected("it names another key than the one it is stored under")
+    if entry["keyDigest"] != _key_digest(key):
+        raise EntryRejected("its key digest does not match")
+    record = entry["record"]
+    if not isinstance(record, dict):
+        raise EntryRejected("its record is not an object")
+    if entry["recordDigest"] != digest_artifact(record):
+        raise EntryRejected("its record digest does not match (the record was altered or cut)")
+    if record.get("key") != key:
+        raise EntryRejected("its record names another key")
+    try:
+        observation = read_probe_observation(record.get("observation"))
+    except EvalQualityFault as fault:
+        raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
+    if not isinstance(observation, CliProbeObservation):
+        raise EntryRejected("its observation is not a cli observation")
+    return record
+
+
+class LegStore(Protocol):
+    """What the leg cache needs from a backend. Values are verified text; a backend never unpickles."""
+
+    def get(self, key: str) -> str | None:
+        """The stored entry text of ``key``, or None."""
+        ...
+
+    def put(self, key: str, entry: str) -> None:
+        """Store (or replace) the entry text of ``key`` in one transaction."""
+        ...
+
+    def delete(self, key: str, entry: str | None = None) -> None:
+        """Remove ``key``'s entry (only if it still equals ``entry``, when given)."""
+        ...
+
+    def claim(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """Single flight on ``key`` across threads and processes; a dead holder is reclaimed."""
+        ...
+
+    def count(self) -> int:
+        """How many entries are stored."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend."""
+        ...
+
+
 def _pid_alive(pid: int) -> bool:
     """Whether a process with this pid exists and is not a zombie."""
     try:
@@ -80,6 +209,8 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    except OverflowError:
+        return False
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
             state = handle.read().rsplit(")", 1)[1].split()[0]
@@ -89,10 +220,12 @@ def _pid_alive(pid: int) -> bool:
 
 
 def holder_is_stale(holder: Any) -> bool:
-    """A lock or workspace owned by a process that no longer runs (or an earlier process with our pid)."""
+    """A claim or workspace owned by a process that no longer runs (or an earlier process with our pid)."""
     try:
         pid, token = int(holder[0]), str(holder[1])
     except (TypeError, ValueError, IndexError):
+        return True
+    if pid <= 0:
         return True
     if pid == os.getpid():
         return token != _PROCESS_TOKEN
@@ -104,68 +237,239 @@ def process_token() -> str:
     return _PROCESS_TOKEN
 
 
-class SingleFlight:
-    """A lock on one key shared by every thread and process using the same cache directory.
+def _warn(line: str) -> None:
+    """One warning line on stderr (newlines in quoted text are flattened, so it stays one line)."""
+    sys.stderr.write("eval-quality: warning: " + " ".join(line.split()) + "\n")
+    sys.stderr.flush()
 
-    Acquired with ``Cache.add`` (atomic in SQLite); a holder whose process died is reclaimed, so a
-    SIGKILLed run never blocks the next one.
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS legs (key TEXT PRIMARY KEY, entry TEXT NOT NULL)",
+)
+
+
+class SqliteLegStore:
+    """The default ``LegStore``: one SQLite file (WAL), a connection per thread, no pickle.
+
+    Opening checks the file (``PRAGMA quick_check``); a broken one is moved aside with one warning
+    line and replaced by an empty database (module docstring). ``warn`` receives each warning line.
     """
 
-    def __init__(self, cache: diskcache.Cache, key: str, poll_s: float = 0.02) -> None:
-        self._cache, self._name, self._poll_s = cache, _LOCK_PREFIX + key, poll_s
+    def __init__(self, directory: Path, *, warn: Callable[[str], None] = _warn) -> None:
+        self.directory = directory
+        self.path = directory / DATABASE_NAME
+        self._warn = warn
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LegCacheUnusable(
+                f"leg cache {directory}: cannot create the directory ({exc.strerror or exc}); "
+                "point EVALQUALITY_HOME at a writable directory"
+            ) from None
+        self._open_checked()
 
-    def __enter__(self) -> SingleFlight:
-        holder = (os.getpid(), _PROCESS_TOKEN, threading.get_ident())
-        while not self._cache.add(self._name, holder, retry=True):
-            current = self._cache.get(self._name, retry=True)
-            if current is not None and holder_is_stale(current):
-                with self._cache.transact(retry=True):
-                    if self._cache.get(self._name) == current:
-                        self._cache.delete(self._name)
-                continue
-            time.sleep(self._poll_s)
-        return self
+    # -- opening, checking, rebuilding -------------------------------------------------------------
 
-    def __exit__(self, *exc: object) -> None:
-        self._cache.delete(self._name, retry=True)
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA busy_timeout=60000")
+        return connection
+
+    def _healthy(self) -> str | None:
+        """None when the file opens, passes ``quick_check`` and holds our tables; else why not."""
+        try:
+            connection = self._connect()
+        except sqlite3.Error as exc:
+            return str(exc)
+        try:
+            rows = connection.execute("PRAGMA quick_check").fetchall()
+            if rows != [("ok",)]:
+                return "; ".join(str(row[0]) for row in rows[:3])
+            connection.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                connection.execute(statement)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(legs)")}
+            if columns != {"key", "entry"}:
+                return "its legs table has another shape"
+            return None
+        except sqlite3.Error as exc:
+            return str(exc)
+        finally:
+            connection.close()
+
+    def _open_checked(self) -> None:
+        problem = self._healthy()
+        if problem is None:
+            return
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path.with_name(f"{DATABASE_NAME}.corrupt-{stamp}-{os.getpid()}")
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                source = Path(str(self.path) + suffix)
+                if source.exists():
+                    source.replace(Path(str(aside) + suffix))
+        except OSError as exc:
+            raise LegCacheUnusable(
+                f"leg cache {self.directory}: the database is broken ({problem}) and could not be moved aside "
+                f"({exc.strerror or exc}); remove {self.path} and run again"
+            ) from None
+        self._warn(
+            f"leg cache {self.directory}: the database was broken ({problem}); moved it to {aside.name} "
+            "and started an empty cache (its legs will run again)"
+        )
+        problem = self._healthy()
+        if problem is not None:
+            raise LegCacheUnusable(
+                f"leg cache {self.directory}: cannot create a working database ({problem}); "
+                f"remove {self.path} and check the disk"
+            )
+
+    def _db(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.connection = connection
+            with self._guard:
+                self._connections.append(connection)
+        return connection
+
+    def _run(self, statement: str, parameters: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._db().execute(statement, parameters).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise LegCacheUnusable(
+                f"leg cache {self.directory}: the database failed mid-run ({exc}); "
+                f"run again (a broken {DATABASE_NAME} is moved aside on open)"
+            ) from None
+
+    # -- the store ---------------------------------------------------------------------------------
+
+    def get(self, key: str) -> str | None:
+        """The stored entry text of ``key``, or None (a non-text value comes back as is, to be refused)."""
+        rows = self._run("SELECT entry FROM legs WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def put(self, key: str, entry: str) -> None:
+        """Store the entry text of ``key`` (one transaction)."""
+        self._run("INSERT OR REPLACE INTO legs (key, entry) VALUES (?, ?)", (key, entry))
+
+    def delete(self, key: str, entry: Any = None) -> None:
+        """Remove ``key``'s entry (only if it still is ``entry``, when given)."""
+        if entry is None:
+            self._run("DELETE FROM legs WHERE key = ?", (key,))
+        else:
+            self._run("DELETE FROM legs WHERE key = ? AND entry IS ?", (key, entry))
+
+    def count(self) -> int:
+        """How many entries are stored."""
+        return int(self._run("SELECT COUNT(*) FROM legs")[0][0])
+
+    @contextlib.contextmanager
+    def claim(self, key: str) -> Iterator[None]:
+        """Single flight on ``key``: an exclusive ``flock`` on ``claims/<key>.lock``.
+
+        The kernel drops the lock when its holder dies (even by SIGKILL), so a killed run never blocks
+        the next one, and nothing planted in the directory can hold it: only a live open file does.
+        """
+        claims = self.directory / "claims"
+        claims.mkdir(exist_ok=True)
+        name = key if key.isascii() and key.isalnum() and len(key) <= 128 else hashlib.sha256(key.encode()).hexdigest()
+        path = claims / f"{name}.lock"
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        for _ in range(3):
+            try:
+                fd = os.open(path, flags, 0o600)
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    break
+                os.close(fd)  # a planted FIFO or device: not a claim file
+                raise OSError(errno.ENXIO, "not a regular file")
+            except OSError as exc:  # a planted symlink or FIFO: remove it and make our own file
+                if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                    raise LegCacheUnusable(f"leg cache {self.directory}: cannot open {path} ({exc.strerror})") from None
+                with contextlib.suppress(OSError):
+                    (os.rmdir if path.is_dir() and not path.is_symlink() else os.unlink)(path)
+        else:
+            raise LegCacheUnusable(f"leg cache {self.directory}: cannot make the claim file {path}")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._guard:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
+        self._local = threading.local()
 
 
 class LegCache:
-    """The leg cache over one directory, in one mode, for one invocation (a flow run)."""
+    """The leg cache over one store, in one mode, for one invocation (a flow run).
 
-    def __init__(self, directory: Path, mode: LegCacheMode = "default") -> None:
+    ``LegCache(directory, mode)`` opens the default SQLite store there; ``store=`` plugs in another.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        mode: LegCacheMode = "default",
+        *,
+        store: LegStore | None = None,
+        warn: Callable[[str], None] = _warn,
+    ) -> None:
         if mode not in LEG_CACHE_MODES:
             raise ValueError(f"leg cache mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
-        directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.mode = mode
-        self._cache = diskcache.Cache(str(directory))
+        self._warn = warn
+        self.store: LegStore = store if store is not None else SqliteLegStore(directory, warn=warn)
         self._refreshed: set[str] = set()  # force mode: keys run live in this invocation
+        self._faulted: dict[str, EvalQualityFault] = {}  # keys whose one spawn faulted in this invocation
         self._guard = threading.Lock()
 
     def close(self) -> None:
         """Close the underlying store."""
-        self._cache.close()
+        self.store.close()
+
+    def entry_count(self) -> int:
+        """How many entries the store holds (verified or not)."""
+        return self.store.count()
 
     def lookup(self, key: str) -> Mapping[str, Any] | None:
-        """The stored record of a key, or None."""
-        record = self._cache.get(_ENTRY_PREFIX + key, retry=True)
-        return record if isinstance(record, dict) else None
+        """The verified record of a key, or None. An entry failing verification is deleted, reported
+        as one warning line, and reads as a miss (the leg runs again)."""
+        text = self.store.get(key)
+        if text is None:
+            return None
+        try:
+            return decode_entry(key, text)
+        except EntryRejected as why:
+            self.store.delete(key, text)
+            self._warn(f"leg cache {self.directory}: discarded the entry for key {key[:16]}: {why}; the leg runs again")
+            return None
 
     def _servable(self, key: str) -> Mapping[str, Any] | None:
-        record = self.lookup(key)
-        if record is None:
-            return None
         if self.mode == "force":
             with self._guard:
                 if key not in self._refreshed:
                     return None
-        return record
+        return self.lookup(key)
+
+    def _faulted_before(self, key: str) -> EvalQualityFault | None:
+        with self._guard:
+            return self._faulted.get(key)
 
     def answer(self, key: str, request: Mapping[str, Any], spawn: Callable[[], Mapping[str, Any]]) -> LegAnswer:
         """Answer a leg: from the cache if its request was answered, else by ``spawn()`` exactly once.
 
-        ``spawn`` returns the wire observation or raises (a fault); nothing is stored on a raise.
+        ``spawn`` returns the wire observation or raises (a fault); nothing is stored on a raise, and
+        the fault answers every identical leg of this invocation (each gets ``fault.leg_cost``).
         """
         record = self._servable(key)
         if record is not None:
@@ -177,30 +481,49 @@ class LegCache:
                 f'leg "{request["probeId"]}" has no cached observation in {self.directory} (key {key[:16]}); '
                 "run the pre-flight once without --from-cache to fill the cache",
             )
-        with SingleFlight(self._cache, key):
+        earlier = self._faulted_before(key)
+        if earlier is not None:
+            raise _twin_fault(earlier, key)
+        with self.store.claim(key):
             record = self._servable(key)  # another thread or process may have answered meanwhile
             if record is not None:
                 return self._hit(record, request, key)
+            earlier = self._faulted_before(key)
+            if earlier is not None:
+                raise _twin_fault(earlier, key)
             started = time.perf_counter()
-            observation = dict(spawn())
+            try:
+                observation = dict(spawn())
+            except EvalQualityFault as fault:
+                fault.leg_cost = LegFaultCost(True, time.perf_counter() - started, key)  # type: ignore[attr-defined]
+                if fault.code != "aborted":  # an interrupted leg says nothing about its twins
+                    with self._guard:
+                        self._faulted[key] = fault
+                raise
             elapsed = time.perf_counter() - started
-            self._cache.set(
-                _ENTRY_PREFIX + key,
-                {
-                    "key": key,
-                    "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "elapsedMs": round(elapsed * 1000),
-                    "request": _environment_names_only(request),
-                    "observation": observation,
-                },
-                retry=True,
-            )
+            record_value = {
+                "key": key,
+                "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "elapsedMs": round(elapsed * 1000),
+                "request": _environment_names_only(request),
+                "observation": observation,
+            }
+            self.store.put(key, encode_entry(key, record_value))
             with self._guard:
                 self._refreshed.add(key)
         return LegAnswer(restamp(observation, request), "spawned", elapsed, key)
 
     def _hit(self, record: Mapping[str, Any], request: Mapping[str, Any], key: str) -> LegAnswer:
         return LegAnswer(restamp(record["observation"], request), "cache", 0.0, key)
+
+
+def _twin_fault(fault: EvalQualityFault, key: str) -> EvalQualityFault:
+    """The fault an identical leg gets without spawning: the same code and detail, no cost of its own."""
+    twin = type(fault).__new__(type(fault))
+    twin.__dict__.update(fault.__dict__)
+    twin.args = fault.args
+    twin.leg_cost = LegFaultCost(False, 0.0, key)  # type: ignore[attr-defined]
+    return twin
 
 
 def restamp(observation: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,7 @@ __all__ = [
     "UnitNumber",
     "UnsignedDecimal",
     "WaiverId",
+    "check_stamp",
     "read_artifact",
     "to_wire",
 ]
@@ -134,6 +135,30 @@ def _error_path(root: str, loc: tuple[int | str, ...], data: Any = None) -> str:
     return path
 
 
+def check_stamp(model: type[LineageArtifact], data: Any, root: str) -> int:
+    """Read the stamp before the shape (7.0.0: every input artifact's stamp is checked first).
+
+    A document that is not an object, or whose ``schemaVersion`` is missing or not an integer, is
+    ``schema-parse-failure`` at ``root`` (the reference's reading: the stamp is part of the shape);
+    an integer stamp this build does not read is ``schema-version-mismatch`` at
+    ``<root>.schemaVersion``. Returns the stamp.
+    """
+    if not isinstance(data, dict):
+        raise RuntimeFault("schema-parse-failure", root, f"expected an object, got {type(data).__name__}")
+    stamp = data.get("schemaVersion")
+    if isinstance(stamp, bool) or not isinstance(stamp, int):
+        what = "missing" if "schemaVersion" not in data else f"not an integer ({stamp!r})"
+        raise RuntimeFault("schema-parse-failure", root, f"schemaVersion is {what}")
+    if stamp not in model.ACCEPTED_SCHEMA_VERSIONS:
+        accepted = ", ".join(str(v) for v in model.ACCEPTED_SCHEMA_VERSIONS)
+        raise RuntimeFault(
+            "schema-version-mismatch",
+            f"{root}.schemaVersion",
+            f"schemaVersion {stamp!r} is not one we read ({accepted})",
+        )
+    return stamp
+
+
 def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -> M:
     """Validate an untrusted JSON value as ``model``.
 
@@ -144,16 +169,7 @@ def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -
     """
     root = artifact_path or getattr(model, "ARTIFACT_NAME", model.__name__)
     if issubclass(model, LineageArtifact) and model.ACCEPTED_SCHEMA_VERSIONS:
-        if not isinstance(data, dict):
-            raise RuntimeFault("schema-parse-failure", root, f"expected an object, got {type(data).__name__}")
-        stamp = data.get("schemaVersion")
-        if stamp not in model.ACCEPTED_SCHEMA_VERSIONS or isinstance(stamp, bool):
-            accepted = ", ".join(str(v) for v in model.ACCEPTED_SCHEMA_VERSIONS)
-            raise RuntimeFault(
-                "schema-version-mismatch",
-                f"{root}.schemaVersion",
-                f"schemaVersion {stamp!r} is not one we read ({accepted})",
-            )
+        check_stamp(model, data, root)
     check_value_domain(data, root)
     try:
         return model.model_validate(data, by_alias=True, by_name=False)

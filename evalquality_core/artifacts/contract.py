@@ -1,22 +1,38 @@
-"""EvalContract and every sub-model (artifacts.md §2.2), read at ``schemaVersion`` 4 and 5.
+"""EvalContract and every sub-model (artifacts.md §2.2), read at ``schemaVersion`` 4 to 7.
 
-Contracts 4 and 5 have identical shapes for api and cli operations (00-overview.md), so one model
-reads both and records the stamp as read; a new contract is written at 5, the newest we read.
+One model reads every stamp and records the stamp as read; a new contract is written at 7. The
+stamps differ by the keys below (the reference's CHANGELOG, 5.0.0 and 6.0.0), which
+:func:`stamp_problems` checks against the stamp before the shape and the serializers leave off
+again on the way out, so a parsed contract goes back to the wire byte for byte at its own stamp:
 
-MCP: ``permittedInterfaces`` of kind ``mcp`` are read only in the v4 api-shaped form (method,
-pathTemplate, transport request shape). The newer MCP *tool-call* form (an operation carrying
-``toolName``) is out of scope: the ``mcp`` interface's operation list recognises it before any shape
-check and reports the failure code ``unsupported-interface-kind``, which
-:func:`~evalquality_core.artifacts.base.read_artifact` raises as a ``StructuralFailure`` (exit 4) in
-preference to the shape errors the rest of such a document also produces (``inputBinding.arguments``,
-``call-inputs/arguments`` pointers). See :data:`TOOL_CALL_MARKER`.
+* **4, 5** (identical shapes): a plan step has no ``interfaceId``; ``siblingGroups.operations``
+  members are bare operation ids; an ``mcp`` interface is api-shaped (method, pathTemplate). A
+  tool-call operation (``toolName``) at these stamps is ``unsupported-interface-kind``, raised by
+  :func:`~evalquality_core.artifacts.base.read_artifact` as a ``StructuralFailure`` (exit 4).
+* **6** (5.0.0, the (interfaceId, operationId) pair): every plan step carries ``interfaceId``;
+  sibling operations are ``{interfaceId, operationId}``; an ``mcp`` interface declares tool-call
+  operations (``toolName``, ``requestShape.arguments``, ``descriptorChannel: structured-result``),
+  bound by ``inputBinding.arguments`` and witnessed on the ``arguments`` channel.
+* **7**: as 6, and (6.0.0) a witness leg's or fixture reset's body may be raw
+  ``{kind: "raw", base64, contentType}``; ``base64`` is canonical RFC 4648 (the unused pad bits
+  zero), the empty string a zero-byte body.
+
+``fixtureReset.interfaceId`` is required at every stamp we read (the conformance data carries it
+at 4 and 5 as well).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, Tag, field_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from evalquality_core.artifacts.base import (
@@ -57,8 +73,22 @@ from evalquality_core.registries import (
 )
 
 __all__ = [
+    "CANONICAL_BASE64_PATTERN",
+    "CONTENT_TYPE_PATTERN",
     "CONTRACT_SCHEMA_VERSIONS",
+    "FIRST_PAIR_CONTRACT",
+    "FIRST_RAW_BODY_CONTRACT",
     "TOOL_CALL_MARKER",
+    "McpOperation",
+    "OperationPair",
+    "RawBody",
+    "SiblingOperation",
+    "StructuredResultChannel",
+    "ToolCallInputBinding",
+    "ToolCallOperation",
+    "ToolCallRequestShape",
+    "ToolCallWitnessInputs",
+    "stamp_problems",
     "AbsentPayload",
     "ApiInterface",
     "ApiOperation",
@@ -119,9 +149,17 @@ __all__ = [
 ]
 
 #: Contract stamps we read (AD-11); the newest is what we write.
-CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5)
-#: The key whose presence on an ``mcp`` operation marks the out-of-scope tool-call form.
+CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5, 6, 7)
+#: The first contract stamp naming an operation by the (interfaceId, operationId) pair (5.0.0).
+FIRST_PAIR_CONTRACT = 6
+#: The first contract stamp admitting a raw request body (6.0.0).
+FIRST_RAW_BODY_CONTRACT = 7
+#: The key whose presence on an ``mcp`` operation marks the tool-call form.
 TOOL_CALL_MARKER = "toolName"
+#: Canonical RFC 4648 base64: groups of four, the unused pad bits zero; ``""`` is zero bytes.
+CANONICAL_BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$"
+#: ``type/subtype`` of RFC 9110 tokens, optionally followed by parameters.
+CONTENT_TYPE_PATTERN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:;[ \t]*[^\r\n]+)?$"
 
 # --- Tagged payloads (body, stdin, streams, artifacts) ----------------------------------------
 
@@ -146,8 +184,16 @@ class AbsentPayload(ArtifactModel):
     kind: Literal["absent"]
 
 
-#: A transport witness body: json or absent.
-WitnessBody = Annotated[JsonPayload | AbsentPayload, Field(discriminator="kind")]
+class RawBody(ArtifactModel):
+    """``{"kind": "raw", base64, contentType}``: exact request bytes (contract 7, probe 6)."""
+
+    kind: Literal["raw"]
+    base64: Annotated[str, Field(pattern=CANONICAL_BASE64_PATTERN)]
+    content_type: Annotated[str, Field(pattern=CONTENT_TYPE_PATTERN)]
+
+
+#: A transport witness body: json, raw (contract 7 / probe 6 only) or absent.
+WitnessBody = Annotated[JsonPayload | RawBody | AbsentPayload, Field(discriminator="kind")]
 #: A tagged value: json, text or absent (command stdin; in records a stream or an artifact).
 TaggedPayload = Annotated[JsonPayload | TextPayload | AbsentPayload, Field(discriminator="kind")]
 #: A command's stdin input.
@@ -318,10 +364,20 @@ class CommandWitnessInputs(ArtifactModel):
     stdin: StdinPayload
 
 
-#: A leg's inputs: the transport form (keyed by ``path``) or the command form (keyed by ``argument``).
+class ToolCallWitnessInputs(ArtifactModel):
+    """Concrete inputs of an mcp leg: the tool call's ``arguments`` (contract 6+)."""
+
+    WIRE_KEYS: ClassVar[tuple[str, ...]] = ("arguments",)
+    arguments: dict[str, JsonValue]
+
+
+#: A leg's inputs: transport form (keyed by ``path``), command form (``argument``) or tool-call
+#: form (``arguments``).
 WitnessInputs = Annotated[
-    Annotated[TransportWitnessInputs, Tag("path-form")] | Annotated[CommandWitnessInputs, Tag("argument-form")],
-    keyed_tag("path", "argument"),
+    Annotated[TransportWitnessInputs, Tag("path-form")]
+    | Annotated[CommandWitnessInputs, Tag("argument-form")]
+    | Annotated[ToolCallWitnessInputs, Tag("arguments-form")],
+    keyed_tag("path", "argument", "arguments"),
 ]
 
 
@@ -432,31 +488,51 @@ class CliInterface(ArtifactModel):
     operations: list[CommandOperation]
 
 
-def _refuse_tool_call_form(operations: Any) -> Any:
-    """Report an MCP tool-call operation as ``unsupported-interface-kind`` (see module docstring)."""
-    if isinstance(operations, list):
-        for index, operation in enumerate(operations):
-            if isinstance(operation, dict) and TOOL_CALL_MARKER in operation:
-                detail = (
-                    f"operation [{index}] is an mcp tool-call operation "
-                    f"(toolName {operation.get(TOOL_CALL_MARKER)!r}); only the api-shaped mcp form is supported"
-                )
-                raise PydanticCustomError("unsupported-interface-kind", detail.replace("{", "{{").replace("}", "}}"))
-    return operations
+class ToolCallRequestShape(ArtifactModel):
+    """An mcp tool-call operation's one request channel."""
+
+    arguments: KeyShape
+
+
+class StructuredResultChannel(ArtifactModel):
+    """The descriptor channel of a tool call: its structured result (read as ``response-body``)."""
+
+    kind: Literal["structured-result"]
+
+
+class ToolCallOperation(ArtifactModel):
+    """An mcp tool-call operation (contract 6+): ``toolName`` and the ``arguments`` channel."""
+
+    operation_id: Slug
+    tool_name: NonEmptyStr
+    state_change_marker: bool
+    request_shape: ToolCallRequestShape
+    descriptor_channel: StructuredResultChannel
+    response_descriptor: ResponseDescriptor
+    volatile_pointers: list[DescriptorPointer]
+    sensitivity_witness: Witness | None
+
+
+def _mcp_operation_form(value: Any) -> str:
+    """``tool-call`` for an operation carrying ``toolName``, else the api-shaped form."""
+    if isinstance(value, dict):
+        return "tool-call" if TOOL_CALL_MARKER in value else "api-shaped"
+    return "tool-call" if isinstance(value, ToolCallOperation) else "api-shaped"
+
+
+#: An mcp operation: the api-shaped form (contracts 4, 5) or the tool-call form (6, 7).
+McpOperation = Annotated[
+    Annotated[ToolCallOperation, Tag("tool-call")] | Annotated[ApiOperation, Tag("api-shaped")],
+    Discriminator(_mcp_operation_form),
+]
 
 
 class McpInterface(ArtifactModel):
-    """An ``mcp`` interface in the v4 api-shaped form only; the tool-call form is refused."""
+    """An ``mcp`` interface; which operation form a stamp admits is checked by :func:`stamp_problems`."""
 
     logical_id: Slug
     kind: Literal["mcp"]
-    operations: list[ApiOperation]
-
-    @field_validator("operations", mode="before")
-    @classmethod
-    def _no_tool_call_form(cls, value: Any) -> Any:
-        """Recognise the tool-call form before the shape check so compile can name it."""
-        return _refuse_tool_call_form(value)
+    operations: list[McpOperation]
 
 
 #: A permitted interface, discriminated on ``kind``.
@@ -473,10 +549,21 @@ class ReferenceSet(ArtifactModel):
     commentary: str | None
 
 
+class OperationPair(ArtifactModel):
+    """An operation named by the pair (interfaceId, operationId) (contract 6+)."""
+
+    interface_id: Slug
+    operation_id: Slug
+
+
+#: A sibling operation: a bare operation id (contracts 4, 5) or the pair (6, 7).
+SiblingOperation = Slug | OperationPair
+
+
 class SiblingGroups(ArtifactModel):
     """Groups of sibling operations and sibling parameters (each group of two or more)."""
 
-    operations: list[Annotated[list[Slug], Field(min_length=2)]]
+    operations: list[Annotated[list[SiblingOperation], Field(min_length=2)]]
     parameters: list[Annotated[list[NonEmptyKey], Field(min_length=2)]]
 
 
@@ -543,21 +630,45 @@ class CommandInputBinding(ArtifactModel):
     stdin: BindingChannel
 
 
-#: A step's input binding: transport form (keyed by ``path``) or command form (keyed by ``argument``).
+class ToolCallInputBinding(ArtifactModel):
+    """A step's binding of a tool call's ``arguments`` (contract 6+)."""
+
+    WIRE_KEYS: ClassVar[tuple[str, ...]] = ("arguments",)
+    arguments: BindingChannel
+
+
+#: A step's input binding: transport form (keyed by ``path``), command form (``argument``) or
+#: tool-call form (``arguments``).
 InputBinding = Annotated[
-    Annotated[TransportInputBinding, Tag("path-form")] | Annotated[CommandInputBinding, Tag("argument-form")],
-    keyed_tag("path", "argument"),
+    Annotated[TransportInputBinding, Tag("path-form")]
+    | Annotated[CommandInputBinding, Tag("argument-form")]
+    | Annotated[ToolCallInputBinding, Tag("arguments-form")],
+    keyed_tag("path", "argument", "arguments"),
 ]
 
 
 class PlanStep(ArtifactModel):
-    """One step of the interaction plan; ``after`` is the one-level temporal clause (AD-39)."""
+    """One step of the interaction plan; ``after`` is the one-level temporal clause (AD-39).
+
+    ``interface_id`` is on the wire from contract 6 (the pair identity); a step read at 4 or 5 has
+    none and goes back to the wire without the key.
+    """
 
     step_id: Slug
+    interface_id: Slug | None = None
     operation_id: Slug
     input_binding: InputBinding
     after: Slug | None
     cardinality: StepCardinality
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``interfaceId`` off a step that was read or built without it (contracts 4, 5)."""
+        value = handler(self)
+        if isinstance(value, dict) and "interface_id" not in self.model_fields_set:
+            value.pop("interfaceId", None)
+            value.pop("interface_id", None)
+        return value
 
 
 # --- Scope, test data, budgets, reset ---------------------------------------------------------
@@ -632,3 +743,90 @@ class EvalContract(LineageArtifact):
     required_evidence: list[str]
     probe_step_bound: NonNegativeInt | None
     fixture_reset: FixtureReset | None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_match_the_stamp(cls, data: Any) -> Any:
+        """The stamp-gated forms are present exactly at the stamps that carry them (module docstring)."""
+        if isinstance(data, dict):
+            version = data.get("schemaVersion", data.get("schema_version"))
+            if isinstance(version, int) and not isinstance(version, bool) and version in CONTRACT_SCHEMA_VERSIONS:
+                stamp_problems(data, version)
+        return data
+
+
+def _walk_witness_inputs(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every witness leg's and the fixture reset's ``inputs`` with its document path."""
+    found: list[tuple[str, Any]] = []
+    interfaces = data.get("permittedInterfaces")
+    for i, interface in enumerate(interfaces if isinstance(interfaces, list) else []):
+        operations = interface.get("operations") if isinstance(interface, dict) else None
+        for j, operation in enumerate(operations if isinstance(operations, list) else []):
+            witness = operation.get("sensitivityWitness") if isinstance(operation, dict) else None
+            legs = witness.get("legs") if isinstance(witness, dict) else None
+            for k, leg in enumerate(legs if isinstance(legs, list) else []):
+                if isinstance(leg, dict):
+                    found.append((f"permittedInterfaces[{i}].operations[{j}].sensitivityWitness.legs[{k}].inputs", leg.get("inputs")))
+    reset = data.get("fixtureReset")
+    if isinstance(reset, dict):
+        found.append(("fixtureReset.inputs", reset.get("inputs")))
+    return found
+
+
+def _raise_stamp_problem(code: str, detail: str) -> None:
+    raise PydanticCustomError(code, detail.replace("{", "{{").replace("}", "}}"))
+
+
+def stamp_problems(data: dict[str, Any], version: int) -> None:
+    """Refuse a stamp-gated form at a stamp that does not carry it (module docstring).
+
+    A tool-call operation before contract 6 is ``unsupported-interface-kind`` (the reference's
+    reading at those stamps); every other mismatch is a shape error.
+    """
+    pair = version >= FIRST_PAIR_CONTRACT
+    problems: list[str] = []
+    interfaces = data.get("permittedInterfaces")
+    for i, interface in enumerate(interfaces if isinstance(interfaces, list) else []):
+        if not isinstance(interface, dict) or interface.get("kind") != "mcp":
+            continue
+        operations = interface.get("operations")
+        for j, operation in enumerate(operations if isinstance(operations, list) else []):
+            if not isinstance(operation, dict):
+                continue
+            tool_call = TOOL_CALL_MARKER in operation
+            if tool_call and not pair:
+                _raise_stamp_problem(
+                    "unsupported-interface-kind",
+                    f"operation [{j}] of interface [{i}] is an mcp tool-call operation "
+                    f"(toolName {operation.get(TOOL_CALL_MARKER)!r}); contract schemaVersion {version} "
+                    "reads only the api-shaped mcp form (tool calls arrive at 6)",
+                )
+            if pair and not tool_call:
+                problems.append(
+                    f"permittedInterfaces[{i}].operations[{j}]: an mcp operation at schemaVersion {version} "
+                    "is a tool call (toolName); the api-shaped form is read at 4 and 5 only"
+                )
+    steps = data.get("interactionPlan")
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        if isinstance(step, dict):
+            if pair and "interfaceId" not in step:
+                problems.append(f"interactionPlan[{index}].interfaceId is required at schemaVersion {version}")
+            if not pair and "interfaceId" in step:
+                problems.append(f"interactionPlan[{index}].interfaceId is not a key at schemaVersion {version}")
+    groups = data.get("siblingGroups")
+    members = groups.get("operations") if isinstance(groups, dict) else None
+    for g, group in enumerate(members if isinstance(members, list) else []):
+        for m, member in enumerate(group if isinstance(group, list) else []):
+            if pair and not isinstance(member, dict):
+                problems.append(
+                    f"siblingGroups.operations[{g}][{m}] is an {{interfaceId, operationId}} pair at schemaVersion {version}"
+                )
+            if not pair and not isinstance(member, str):
+                problems.append(f"siblingGroups.operations[{g}][{m}] is an operation id at schemaVersion {version}")
+    if version < FIRST_RAW_BODY_CONTRACT:
+        for where, inputs in _walk_witness_inputs(data):
+            body = inputs.get("body") if isinstance(inputs, dict) else None
+            if isinstance(body, dict) and body.get("kind") == "raw":
+                problems.append(f"{where}.body: a raw body arrives at schemaVersion {FIRST_RAW_BODY_CONTRACT}")
+    if problems:
+        raise ValueError("; ".join(problems))

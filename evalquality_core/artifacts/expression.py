@@ -57,7 +57,7 @@ _INTERACTION_BODY = (
     rf"\/interactions\/{_SLUG}\/(?:"
     rf"(?:response-body|response-headers|stdout|stderr)(?:\/{_TOKEN})*"
     r"|(?:response-status|exit-code)"
-    rf"|call-inputs\/(?:path|query|header|body|argument|option|environment|stdin)(?:\/{_TOKEN})*"
+    rf"|call-inputs\/(?:path|query|header|body|argument|option|environment|stdin|arguments)(?:\/{_TOKEN})*"
     rf"|artifact\/{_SLUG}(?:\/{_TOKEN})*)"
 )
 _BOUND_BODY = rf"@(?:\/{_TOKEN})+"

@@ -11,10 +11,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 from evalquality_core.artifacts.base import ArtifactModel, JsonValue, NonEmptyStr, Slug
-from evalquality_core.artifacts.contract import AbsentPayload, JsonPayload, TaggedPayload, TextPayload
+from evalquality_core.artifacts.contract import (
+    AbsentPayload,
+    JsonPayload,
+    RawBody,
+    TaggedPayload,
+    TextPayload,
+)
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.canonical.json import check_value_domain
 from evalquality_core.faults import RuntimeFault
@@ -66,14 +80,6 @@ SignedInt = Annotated[int, Field(ge=-(2**53 - 1), le=2**53 - 1)]
 Observed = TaggedPayload
 #: A command's stdin (§3.1): the same three tags.
 Stdin = TaggedPayload
-
-
-class RawBody(ArtifactModel):
-    """``{kind:"raw", base64, contentType}`` (newest ``probe-body.ts``)."""
-
-    kind: Literal["raw"]
-    base64: Annotated[str, Field(pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")]
-    content_type: NonEmptyStr
 
 
 #: An api request body.
@@ -129,7 +135,7 @@ class McpChannels(ArtifactModel):
 
 
 class McpProbeRequest(ArtifactModel):
-    """An mcp ``tools/call`` (read for completeness; mcp operations are out of scope for now)."""
+    """An mcp ``tools/call``: the tool's name and its arguments (the one channel of a tool call)."""
 
     kind: Literal["mcp"]
     probe_id: Identifier
@@ -168,8 +174,11 @@ class ApiProbeObservation(ArtifactModel):
 
 
 class McpProbeObservation(ArtifactModel):
-    """What a tool call answered. The newest docs' optional ``exitCode`` is not modelled (mcp is out of
-    scope, and our models have no optional keys)."""
+    """What a tool call answered: ``isError`` and the structured result (json, or absent when the
+    tool published none). ``exitCode`` (the newest docs' optional key, signed) is present only when
+    the server ended the session after ``initialize`` and before answering ``tools/call``; then
+    ``isError`` is true and ``result`` is absent. It is the one optional key of the port messages:
+    absent on the wire when not given, so every other observation keeps the reference's key set."""
 
     kind: Literal["mcp"]
     probe_id: Identifier
@@ -177,6 +186,26 @@ class McpProbeObservation(ArtifactModel):
     operation_id: Identifier
     is_error: bool
     result: Observed
+    #: Not in ``required``, and never null (the validator refuses an explicit null).
+    exit_code: Annotated[
+        SignedInt | SkipJsonSchema[None], Field(default=None, json_schema_extra=lambda schema: schema.pop("default"))
+    ]
+
+    @field_validator("exit_code")
+    @classmethod
+    def _never_null(cls, value: int | None) -> int | None:
+        if value is None:
+            raise ValueError("exitCode is omitted when the session did not end early, never null")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _exit_code_only_when_given(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``exitCode`` off unless the session ended early (its value is never null on the wire)."""
+        value = handler(self)
+        if isinstance(value, dict) and self.exit_code is None:
+            value.pop("exitCode", None)
+            value.pop("exit_code", None)
+        return value
 
 
 ProbeObservation = Annotated[

@@ -1,4 +1,4 @@
-"""Probe: a planted defect, its qualification and its defect signature (artifacts.md §2.5), read at 5.
+"""Probe: a planted defect, its qualification and its defect signature (artifacts.md §2.5), read at 5 and 6.
 
 Two branches on ``expectedClean``. A clean control (``true``) has no defects and *no*
 ``defectSignature`` key; every other probe carries the key (a signature, or ``null`` for canaries).
@@ -9,14 +9,25 @@ parsed probe goes back to the wire byte-identical.
 The v5 signature selector binds nine channels: the eight input channels plus ``arguments`` (the
 MCP tool-call channel), always present and ``null`` in every v5 probe we hold; the published
 (older) schema lacks it and so rejects these documents, and the documents win (conformance README).
-A signature for an MCP tool-call operation (``toolName``) is ``unsupported-interface-kind``.
+Probe 6 (the reference at contract 7) admits two more forms, refused at 5: a tool-call signature
+:class:`McpDefectSignature` (``interfaceKind: "mcp"`` with ``toolName``; at probe 5 it is
+``unsupported-interface-kind``) and a raw body ``{kind: "raw", base64, contentType}`` in a
+manifestation witness's inputs. A probe is written at 6.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, Tag, model_serializer, model_validator
+from pydantic import (
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from evalquality_core.artifacts.base import (
@@ -48,7 +59,10 @@ from evalquality_core.registries import (
 )
 
 __all__ = [
+    "FIRST_TOOL_CALL_PROBE",
     "OBSERVED_STEP_ID",
+    "PROBE_SCHEMA_VERSIONS",
+    "McpDefectSignature",
     "CanaryQualification",
     "CleanControlQualification",
     "CommandDefectSignature",
@@ -206,6 +220,15 @@ class HttpDefectSignature(ArtifactModel):
     condition: SignatureCondition
 
 
+class McpDefectSignature(ArtifactModel):
+    """Signature on an mcp tool call (probe 6); identity is the ``toolName``."""
+
+    interface_kind: Literal["mcp"]
+    tool_name: NonEmptyStr
+    observable_channel: EvidenceChannel
+    condition: SignatureCondition
+
+
 class CommandDefectSignature(ArtifactModel):
     """Signature on a command; identity is the executable and subcommand segments."""
 
@@ -215,8 +238,28 @@ class CommandDefectSignature(ArtifactModel):
     condition: SignatureCondition
 
 
-#: A defect signature, discriminated on ``interfaceKind``.
-DefectSignature = Annotated[HttpDefectSignature | CommandDefectSignature, Field(discriminator="interface_kind")]
+def _signature_form(value: Any) -> str:
+    """``tool-call`` when the signature names a ``toolName``; else by ``interfaceKind``."""
+    if isinstance(value, dict):
+        if TOOL_CALL_MARKER in value:
+            return "tool-call"
+        return "command" if value.get("interfaceKind", value.get("interface_kind")) == "cli" else "http"
+    if isinstance(value, McpDefectSignature):
+        return "tool-call"
+    return "command" if isinstance(value, CommandDefectSignature) else "http"
+
+
+#: A defect signature: HTTP-shaped, command, or (probe 6) tool call.
+DefectSignature = Annotated[
+    Annotated[HttpDefectSignature, Tag("http")]
+    | Annotated[CommandDefectSignature, Tag("command")]
+    | Annotated[McpDefectSignature, Tag("tool-call")],
+    Discriminator(_signature_form),
+]
+#: Probe stamps we read; the newest is what we write.
+PROBE_SCHEMA_VERSIONS: tuple[int, ...] = (5, 6)
+#: The first probe stamp with tool-call signatures and raw bodies.
+FIRST_TOOL_CALL_PROBE = 6
 
 _BRANCHES = {
     "if": {"properties": {"expectedClean": {"const": True}}},
@@ -231,8 +274,8 @@ class Probe(LineageArtifact):
     model_config = ConfigDict(json_schema_extra=_BRANCHES)
 
     ARTIFACT_NAME: ClassVar[str] = "Probe"
-    ACCEPTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = (5,)
-    WRITTEN_SCHEMA_VERSION: ClassVar[int] = 5
+    ACCEPTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = PROBE_SCHEMA_VERSIONS
+    WRITTEN_SCHEMA_VERSION: ClassVar[int] = max(PROBE_SCHEMA_VERSIONS)
 
     probe_id: ProbeId
     probe_class: ProbeClass
@@ -261,12 +304,26 @@ class Probe(LineageArtifact):
             raise PydanticCustomError("extra_forbidden", "a clean control (expectedClean true) has no defectSignature")
         if clean is False and not has_key:
             raise PydanticCustomError("missing", "defectSignature is required unless expectedClean is true")
+        version = data.get("schemaVersion", data.get("schema_version"))
+        modern = isinstance(version, int) and version >= FIRST_TOOL_CALL_PROBE
         signature = data.get("defectSignature", data.get("defect_signature"))
-        if isinstance(signature, dict) and TOOL_CALL_MARKER in signature:
+        if isinstance(signature, dict) and TOOL_CALL_MARKER in signature and not modern:
             raise PydanticCustomError(
                 "unsupported-interface-kind",
-                "the defect signature names an mcp tool-call operation; only api-shaped mcp is supported",
+                f"the defect signature names an mcp tool call; probe schemaVersion {version} reads only "
+                f"api-shaped mcp signatures (tool calls arrive at {FIRST_TOOL_CALL_PROBE})",
             )
+        if not modern:
+            defects = data.get("defects")
+            for index, defect in enumerate(defects if isinstance(defects, list) else []):
+                witness = defect.get("manifestationWitness") if isinstance(defect, dict) else None
+                inputs = witness.get("inputs") if isinstance(witness, dict) else None
+                body = inputs.get("body") if isinstance(inputs, dict) else None
+                if isinstance(body, dict) and body.get("kind") == "raw":
+                    raise ValueError(
+                        f"defects[{index}].manifestationWitness.inputs.body: a raw body arrives at "
+                        f"probe schemaVersion {FIRST_TOOL_CALL_PROBE}"
+                    )
         return data
 
     @model_validator(mode="after")

@@ -1,12 +1,19 @@
-"""SealedRunRecord (artifacts.md §2.6): one evaluator trial, read at ``schemaVersion`` 4, 5 and 6.
+"""SealedRunRecord (artifacts.md §2.6): one evaluator trial, read at ``schemaVersion`` 4 to 8.
 
-One model reads all three and records the stamp as read. The versions differ by three keys, checked
-by stamp before the shape and dropped again on the way out so a parsed record round-trips exactly:
+One model reads every stamp and records the stamp as read; a new record is written at 8. The
+versions differ by five keys, checked by stamp before the shape and dropped again on the way out so
+a parsed record round-trips exactly:
 
 * ``invalidReason`` — present at 4 and 5, gone at 6;
 * ``observations[].callInputs.arguments`` — the MCP tool-call input channel, present from 5;
 * ``findings[].quotedEvidence[].artifactId`` — present from 5 (a slug when the quote is from an
-  artifact channel, else ``null``).
+  artifact channel, else ``null``);
+* ``observations[].interfaceId`` — present from 7 (5.0.0: an observation names the pair
+  (interfaceId, operationId));
+* ``observations[].callInputs.bodyEncoding`` — present from 8 (6.0.0): ``"raw"`` when the call sent
+  a raw body, ``null`` otherwise. For a raw call we record ``body`` as ``{"base64": <canonical
+  base64>}`` and the content type in ``header`` (our reading; no stored record 8 exists), and an
+  observation whose ``header`` names Content-Type twice (case-insensitively) is refused.
 
 The conformance README calls records 4 and 5 "identical key sets"; that holds at the top level
 only: the two nested keys above are in every v5/v6 record we hold and in no v4 record.
@@ -14,6 +21,7 @@ only: the two nested keys above are in every v5/v6 record we hold and in no v4 r
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
@@ -37,7 +45,7 @@ from evalquality_core.artifacts.base import (
     UnitNumber,
     UnsignedDecimal,
 )
-from evalquality_core.artifacts.contract import TaggedPayload
+from evalquality_core.artifacts.contract import CANONICAL_BASE64_PATTERN, TaggedPayload
 from evalquality_core.artifacts.references import ArtifactReference
 from evalquality_core.registries import (
     Disposition,
@@ -49,6 +57,8 @@ from evalquality_core.registries import (
 )
 
 __all__ = [
+    "FIRST_BODY_ENCODING_RECORD",
+    "FIRST_PAIR_RECORD",
     "RECORD_SCHEMA_VERSIONS",
     "CallInputs",
     "ConfirmationFinding",
@@ -64,10 +74,14 @@ __all__ = [
     "SealedRunRecord",
 ]
 
-#: Record stamps we read; 6 (no ``invalidReason``) is what we write.
-RECORD_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5, 6)
+#: Record stamps we read; 8 is what we write.
+RECORD_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5, 6, 7, 8)
 _FIRST_WITH_ARGUMENTS = 5
 _LAST_WITH_INVALID_REASON = 5
+#: The first record stamp whose observations carry ``interfaceId`` (5.0.0).
+FIRST_PAIR_RECORD = 7
+#: The first record stamp whose call inputs carry ``bodyEncoding`` (6.0.0).
+FIRST_BODY_ENCODING_RECORD = 8
 
 JsonObject = dict[str, JsonValue]
 
@@ -94,13 +108,29 @@ class CallInputs(ArtifactModel):
     stdin: JsonObject | None
     # Key present from record 5 only; the record validator enforces presence by stamp.
     arguments: JsonObject | None = None
+    # Key present from record 8 only (``"raw"`` for a raw body, else ``None``).
+    body_encoding: Literal["raw"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``bodyEncoding`` off call inputs read or built without it (records 4 to 7)."""
+        value = handler(self)
+        if isinstance(value, dict) and "body_encoding" not in self.model_fields_set:
+            value.pop("bodyEncoding", None)
+            value.pop("body_encoding", None)
+        return value
 
 
 class Observation(ArtifactModel):
-    """One observed call: inputs, response channels, streams, exit code and artifacts."""
+    """One observed call: inputs, response channels, streams, exit code and artifacts.
+
+    ``interface_id`` is on the wire from record 7; an observation read at 4 to 6 has none (its
+    operation is then found by ``operationId`` alone) and goes back to the wire without the key.
+    """
 
     observation_id: Slug
     sequence: Annotated[int, Field(gt=0, le=2**53 - 1)]
+    interface_id: Slug | None = None
     operation_id: Slug
     provenance: ObservationProvenance
     principal: Slug | None
@@ -112,6 +142,15 @@ class Observation(ArtifactModel):
     stderr: TaggedPayload
     exit_code: SignedSafeInt | None
     artifacts: dict[Slug, TaggedPayload]
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave ``interfaceId`` off an observation read or built without it (records 4 to 6)."""
+        value = handler(self)
+        if isinstance(value, dict) and "interface_id" not in self.model_fields_set:
+            value.pop("interfaceId", None)
+            value.pop("interface_id", None)
+        return value
 
 
 class QuotedEvidence(ArtifactModel):
@@ -198,6 +237,25 @@ class EvidenceDisclosure(ArtifactModel):
     reported_incomplete: bool
 
 
+_RAW_BODY = re.compile(CANONICAL_BASE64_PATTERN)
+
+
+def _raw_call_problems(inputs: dict[str, Any], where: str) -> list[str]:
+    """Record 8: a duplicate Content-Type header is refused; a raw body is ``{"base64": canonical}``."""
+    problems: list[str] = []
+    header = inputs.get("header")
+    if isinstance(header, dict):
+        content_types = [key for key in header if isinstance(key, str) and key.lower() == "content-type"]
+        if len(content_types) > 1:
+            problems.append(f"{where}.header names Content-Type more than once ({', '.join(content_types)})")
+    if inputs.get("bodyEncoding") == "raw":
+        body = inputs.get("body")
+        base64 = body.get("base64") if isinstance(body, dict) else None
+        if not (isinstance(body, dict) and set(body) == {"base64"} and isinstance(base64, str) and _RAW_BODY.match(base64)):
+            problems.append(f'{where}.body of a raw call is {{"base64": <canonical RFC 4648 base64>}}')
+    return problems
+
+
 def _versioned_key_problems(data: dict[str, Any], version: int) -> list[str]:
     """Name each version-gated key whose presence does not match ``version`` (module docstring)."""
     problems: list[str] = []
@@ -212,9 +270,15 @@ def _versioned_key_problems(data: dict[str, Any], version: int) -> list[str]:
     modern = version >= _FIRST_WITH_ARGUMENTS
     observations = data.get("observations")
     for index, observation in enumerate(observations if isinstance(observations, list) else []):
+        if isinstance(observation, dict):
+            expect("interfaceId" in observation, version >= FIRST_PAIR_RECORD, f"observations[{index}].interfaceId")
         inputs = observation.get("callInputs") if isinstance(observation, dict) else None
         if isinstance(inputs, dict):
             expect("arguments" in inputs, modern, f"observations[{index}].callInputs.arguments")
+            encoded = version >= FIRST_BODY_ENCODING_RECORD
+            expect("bodyEncoding" in inputs, encoded, f"observations[{index}].callInputs.bodyEncoding")
+            if encoded:
+                problems.extend(_raw_call_problems(inputs, f"observations[{index}].callInputs"))
     findings = data.get("findings")
     for index, finding in enumerate(findings if isinstance(findings, list) else []):
         quotes = finding.get("quotedEvidence") if isinstance(finding, dict) else None

@@ -17,6 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from evalquality_core.faults import AggregationRefusal, RuntimeFault, StructuralFailure
+from evalquality_core.migrate import MigrationRefusal
 from evalquality_core.registries import EXIT_RUNTIME_FAULT, EXIT_STRUCTURAL, EXIT_USAGE
 
 #: Modules that each add their commands to ``cli`` when imported (one per command family).
@@ -25,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evalquality_core.cli.compile_commands",
     "evalquality_core.cli.score_commands",
     "evalquality_core.cli.probe_command",
+    "evalquality_core.cli.migrate_command",
 )
 
 
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     except StructuralFailure as exc:
         say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
         return _finish(EXIT_STRUCTURAL, argv)
-    except AggregationRefusal as exc:
+    except (AggregationRefusal, MigrationRefusal) as exc:
         say(f"{exc.code}: {exc.artifact_path}: {exc.detail}")
         return _finish(EXIT_STRUCTURAL, argv)
     except RuntimeFault as exc:

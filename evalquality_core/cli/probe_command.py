@@ -1,4 +1,7 @@
-"""``eval-quality probe``: run one ProbeRequest through the command-line adapter and print the observation.
+"""``eval-quality probe``: run one ProbeRequest through its adapter and print the observation.
+
+A cli request runs through the command-line adapter, an mcp request through the stdio MCP adapter
+(one tool-server session), each under the registry's entries of its kind.
 
 Our addition to the reference CLI (whose commands never spawn): a way to try one leg by hand, under a
 suite's target registry. ``--targets`` is a ``targets.toml``; its ``{python}`` placeholder is this
@@ -16,7 +19,8 @@ from pathlib import Path
 import click
 
 from evalquality_core.adapters.command_line import CommandLineAdapter, kill_all_live_groups
-from evalquality_core.artifacts.port_messages import observation_to_wire, read_probe_request
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.artifacts.port_messages import McpProbeRequest, observation_to_wire, read_probe_request
 from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
@@ -65,11 +69,15 @@ def probe_command(
         text = raw_targets.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RuntimeFault("schema-parse-failure", targets_path, f"--targets is not UTF-8 at offset {exc.start}") from None
-    policy = parse_targets(text, targets_path).to_policy(_substitutions(settings))
+    registry = parse_targets(text, targets_path)
     request = read_probe_request(read_json("request", request_path, "ProbeRequest"))
     if workdir is not None and not Path(workdir).is_dir():
         raise UsageError(f'--workdir "{workdir}" is not a directory')
-    adapter = CommandLineAdapter(policy, workdir=workdir if workdir is not None else ".")
+    adapter: CommandLineAdapter | McpStdioAdapter
+    if isinstance(request, McpProbeRequest):
+        adapter = McpStdioAdapter(registry.to_mcp_policy(_substitutions(settings)), workdir=workdir or ".")
+    else:
+        adapter = CommandLineAdapter(registry.to_policy(_substitutions(settings)), workdir=workdir or ".")
     try:
         observation = adapter.probe(request)
     except BaseException as exc:

@@ -88,7 +88,7 @@ def check_captured_reachability(contract: Json) -> None:
                     capture.path,
                     f'captured pointer "{pointer}" names a step the interaction plan does not declare',
                 )
-            operation = index.operation(referenced.get("operationId"))
+            operation = index.operation_for_step(referenced)
             if operation is None:
                 raise StructuralFailure(
                     "unreachable-check-evidence",
@@ -104,7 +104,7 @@ def check_captured_reachability(contract: Json) -> None:
             captured, why = _captured_type(target, operation.response_descriptor, operation.operation_id)
             if captured is None:
                 raise StructuralFailure("unreachable-check-evidence", capture.path, f'captured pointer "{pointer}" {why}')
-            own = index.operation(step.get("operationId"))
+            own = index.operation_for_step(step)
             shape = None if own is None else own.request_shape(capture.channel)
             if shape is None or capture.key not in declared_keys(shape):
                 continue

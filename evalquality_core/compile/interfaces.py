@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 
+from evalquality_core.artifacts.contract import FIRST_PAIR_CONTRACT
 from evalquality_core.compile.check_tree import iter_pointers, oracle_checks, witness_relations
 from evalquality_core.compile.plan_index import (
     INPUT_CHANNEL_ORDER,
@@ -105,6 +106,13 @@ def check_artifact_references(contract: Json) -> None:
         target = parse_interaction_pointer(pointer)
         if target is None or target.channel != "artifact" or ref is None:
             continue
+        if ref.is_tool_call:
+            raise StructuralFailure(
+                "unresolved-artifact-reference",
+                path,
+                f'pointer "{pointer}" names artifact "{target.artifact_id}", but operation "{ref.operation_id}" '
+                "is a tool call, which writes no artifact",
+            )
         if target.artifact_id not in (ref.operation.get("artifacts") or []):
             raise StructuralFailure(
                 "unresolved-artifact-reference",
@@ -114,8 +122,11 @@ def check_artifact_references(contract: Json) -> None:
 
 
 def operation_signature(ref: OperationRef) -> str | None:
-    """``"METHOD /path/{}/…"`` for a transport operation, ``"exe sub sub"`` for a command one."""
+    """``"METHOD /path/{}/…"`` for a transport operation, ``"exe sub sub"`` for a command one, the
+    ``toolName`` for a tool call. Signatures are compared within one shape family only."""
     operation = ref.operation
+    if ref.is_tool_call:
+        return str(operation.get("toolName"))
     if "invocation" in operation:
         invocation = operation.get("invocation") or {}
         return " ".join([str(invocation.get("executable")), *map(str, invocation.get("subcommandPath") or [])])
@@ -125,20 +136,23 @@ def operation_signature(ref: OperationRef) -> str | None:
 
 
 def check_duplicate_operation_signature(contract: Json) -> None:
-    """#13 ``duplicate-operation-signature``: two operations, across all interfaces, share a signature."""
-    seen: dict[str, OperationRef] = {}
+    """#13 ``duplicate-operation-signature``: two operations of one shape family (HTTP, command, tool
+    call), across all interfaces, share a signature. A tool named ``GET /x`` never collides with an
+    HTTP operation: the families are compared apart."""
+    seen: dict[tuple[str, str], OperationRef] = {}
     for _, _, ref in iter_operations(contract):
         signature = operation_signature(ref)
         if signature is None:
             continue
-        if signature in seen:
-            first = seen[signature]
+        key = (ref.family, signature)
+        if key in seen:
+            first = seen[key]
             raise StructuralFailure(
                 "duplicate-operation-signature",
                 operation_path(ref),
                 f'signature "{signature}" is also the signature of operation "{first.operation_id}" of interface "{first.interface_id}"',
             )
-        seen[signature] = ref
+        seen[key] = ref
 
 
 def check_undeclared_mandatory_input(contract: Json) -> None:
@@ -149,7 +163,7 @@ def check_undeclared_mandatory_input(contract: Json) -> None:
     index = PlanIndex(contract)
     principals = (contract.get("testData") or {}).get("principals") or {}
     for step in contract.get("interactionPlan") or []:
-        operation = index.operation(step.get("operationId"))
+        operation = index.operation_for_step(step)
         if operation is None:
             continue
         binding = step.get("inputBinding") or {}
@@ -179,12 +193,21 @@ def check_undeclared_mandatory_input(contract: Json) -> None:
 
 
 def check_interface_kind(contract: Json) -> None:
-    """#18 ``unsupported-interface-kind``: only ``api`` and ``cli`` interfaces compile here.
+    """#18 ``unsupported-interface-kind``: ``api``, ``cli`` and ``mcp`` interfaces compile here.
 
-    ``web`` is refused as in the reference; ``mcp`` tool-call operations are out of scope for this
-    port (00-overview.md), so ``mcp`` is refused too.
+    ``web`` is refused as in the reference. ``mcp`` compiles from contract 6 on, where its
+    operations are tool calls; at 4 and 5 (api-shaped mcp) the reference of that era refused it, and
+    so do we: the rule follows the stamp.
     """
+    stamp = contract.get("schemaVersion")
     for interface in contract.get("permittedInterfaces") or []:
+        if interface.get("kind") == "mcp" and isinstance(stamp, int) and stamp < FIRST_PAIR_CONTRACT:
+            raise StructuralFailure(
+                "unsupported-interface-kind",
+                f"EvalContract.permittedInterfaces[logicalId={interface.get('logicalId')}].kind",
+                f'interface kind "mcp" compiles from contract schemaVersion {FIRST_PAIR_CONTRACT} (tool calls); '
+                f"this contract is stamped {stamp}",
+            )
         if interface.get("kind") not in SUPPORTED_INTERFACE_KINDS:
             raise StructuralFailure(
                 "unsupported-interface-kind",

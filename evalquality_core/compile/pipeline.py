@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalquality_core.artifacts.base import read_artifact, to_wire
+from evalquality_core.artifacts.base import check_stamp, read_artifact, to_wire
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.canonical.json import scan_json
 from evalquality_core.compile.bindings import (
@@ -65,21 +65,17 @@ from evalquality_core.compile.witnesses import (
     check_witness_leg_identifiers,
     check_witness_legality,
 )
-from evalquality_core.faults import RuntimeFault
 
 ARTIFACT_PATH = "EvalContract"
 
 
 def check_schema_version(contract: Json) -> None:
-    """#0: the stamp must be one we read (4 or 5); a RuntimeFault, not a structural failure."""
-    stamp = contract.get("schemaVersion")
-    if isinstance(stamp, bool) or stamp not in EvalContract.ACCEPTED_SCHEMA_VERSIONS:
-        accepted = ", ".join(str(v) for v in EvalContract.ACCEPTED_SCHEMA_VERSIONS)
-        raise RuntimeFault(
-            "schema-version-mismatch",
-            f"{ARTIFACT_PATH}.schemaVersion",
-            f"schemaVersion {stamp!r} is not one this build reads ({accepted})",
-        )
+    """#0: the stamp must be one we read (4 to 7); a RuntimeFault, not a structural failure.
+
+    A missing or non-integer stamp is ``schema-parse-failure`` at ``EvalContract``; an integer we
+    do not read is ``schema-version-mismatch`` at ``EvalContract.schemaVersion`` (:func:`check_stamp`).
+    """
+    check_stamp(EvalContract, contract, ARTIFACT_PATH)
 
 
 @dataclass(frozen=True)

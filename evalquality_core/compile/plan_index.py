@@ -1,9 +1,11 @@
 """Look-ups over a contract's plan and operation inventory (artifacts.md §3.2, §4.1).
 
-Steps are found by ``stepId`` and operations by ``operationId`` across every permitted interface.
-An identifier declared twice resolves as *absent* (the compile reading of §3.2): a check never
-guesses which of two declarations a pointer meant. ``seal`` asks for the strict reading instead
-(``duplicates_refused``), where a repeated identifier is itself a refusal.
+Steps are found by ``stepId``. An operation is named by the pair (interfaceId, operationId) from
+contract 6 on (5.0.0): a step carrying ``interfaceId`` resolves to the operation that interface
+declares under its ``operationId``; a step without one (contracts 4, 5) resolves by ``operationId``
+across every permitted interface. An identifier (or pair) declared twice resolves as *absent* (the
+compile reading of §3.2): a check never guesses which of two declarations a pointer meant. ``seal``
+asks for the strict reading instead, where a repeated identifier is itself a refusal.
 """
 
 from __future__ import annotations
@@ -38,6 +40,18 @@ class OperationRef:
     def is_command(self) -> bool:
         """True for an operation of a ``cli`` interface."""
         return self.kind == "cli"
+
+    @property
+    def is_tool_call(self) -> bool:
+        """True for an mcp tool-call operation (``toolName``, contract 6+)."""
+        return self.kind == "mcp" and "toolName" in self.operation
+
+    @property
+    def family(self) -> str:
+        """The shape family the operation's signature lives in: ``http``, ``command`` or ``tool-call``."""
+        if self.is_command:
+            return "command"
+        return "tool-call" if self.is_tool_call else "http"
 
     @property
     def descriptor_channel(self) -> str:
@@ -105,8 +119,20 @@ class PlanIndex:
         self.operations: dict[str, OperationRef] = {
             ref.operation_id: ref for ref in operations if op_counts[ref.operation_id] == 1
         }
+        pair_counts = Counter((ref.interface_id, ref.operation_id) for ref in operations)
+        self.pairs: dict[tuple[str, str], OperationRef] = {
+            (ref.interface_id, ref.operation_id): ref
+            for ref in operations
+            if pair_counts[(ref.interface_id, ref.operation_id)] == 1
+        }
+        interfaces_of: dict[str, set[str]] = {}
+        for ref in operations:
+            interfaces_of.setdefault(ref.operation_id, set()).add(ref.interface_id)
+        #: Operation ids declared by more than one interface (the brief then names the interface).
+        self.shared_operation_ids = frozenset(k for k, v in interfaces_of.items() if len(v) > 1)
         self.duplicate_step_ids = sorted(k for k, n in step_counts.items() if n > 1)
         self.duplicate_operation_ids = sorted(k for k, n in op_counts.items() if n > 1)
+        self.duplicate_pairs = sorted(k for k, n in pair_counts.items() if n > 1)
 
     def step(self, step_id: str) -> Json | None:
         """The step declared exactly once under ``step_id``."""
@@ -118,10 +144,22 @@ class PlanIndex:
             return None
         return self.operations.get(operation_id)
 
+    def operation_for(self, interface_id: str | None, operation_id: str | None) -> OperationRef | None:
+        """The operation named by the pair, or by ``operation_id`` alone when ``interface_id`` is ``None``."""
+        if interface_id is None:
+            return self.operation(operation_id)
+        if operation_id is None:
+            return None
+        return self.pairs.get((interface_id, operation_id))
+
+    def operation_for_step(self, step: Json) -> OperationRef | None:
+        """The operation a step names: by its pair (contract 6+) or by its operation id (4, 5)."""
+        return self.operation_for(step.get("interfaceId"), step.get("operationId"))
+
     def operation_of_step(self, step_id: str) -> OperationRef | None:
         """The operation a resolvable step names, when it resolves too."""
         step = self.step(step_id)
-        return None if step is None else self.operation(step.get("operationId"))
+        return None if step is None else self.operation_for_step(step)
 
 
 def bound_entries(step: Json) -> list[tuple[str, str, Json]]:

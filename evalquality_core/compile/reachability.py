@@ -21,6 +21,9 @@ from evalquality_core.faults import StructuralFailure
 #: Declared types a pointer may not descend into (``null`` as a *type name*; a ``null`` entry is permissive).
 SCALAR_TYPES = frozenset({"string", "number", "boolean", "null"})
 _COMMAND_UNREACHABLE = frozenset({"response-body", "response-headers", "response-status"})
+#: A tool call's evidence is its structured result (``response-body``), whether it reported an error
+#: (``response-status``, 1 or 0), the arguments sent and the server's exit code; nothing else.
+_TOOL_CALL_UNREACHABLE = frozenset({"response-headers", "stdout", "stderr"})
 
 
 def _descriptor_reason(tail: tuple[str, ...], descriptor: Json, channel: str) -> str | None:
@@ -48,6 +51,8 @@ def operation_reason(target: EvidenceTarget, operation: OperationRef) -> str | N
     """Why ``target`` is unreachable on ``operation`` (step already resolved), or ``None``."""
     channel = target.channel
     descriptor = operation.response_descriptor
+    if operation.is_tool_call and channel in _TOOL_CALL_UNREACHABLE:
+        return f"reads the {channel} channel, which a tool call does not produce"
     if channel == "artifact":
         declared = operation.operation.get("artifacts") or []
         if target.artifact_id not in declared:
@@ -89,8 +94,13 @@ def pointer_reason(pointer: str, index: PlanIndex) -> str | None:
     step = index.step(target.step_id)
     if step is None:
         return f'names step "{target.step_id}", which the interaction plan does not declare exactly once'
-    operation = index.operation(step.get("operationId"))
+    operation = index.operation_for_step(step)
     if operation is None:
+        if step.get("interfaceId") is not None:
+            return (
+                f'names step "{target.step_id}", which names operation "{step.get("operationId")}" of interface '
+                f'"{step.get("interfaceId")}", which that interface does not declare exactly once'
+            )
         return (
             f'names step "{target.step_id}", which names operation "{step.get("operationId")}", '
             "not declared exactly once by the permitted interfaces"
@@ -99,8 +109,21 @@ def pointer_reason(pointer: str, index: PlanIndex) -> str | None:
 
 
 def check_evidence_reachability(contract: Json) -> None:
-    """#5 ``unreachable-check-evidence``: every non-``@`` pointer of every oracle check is reachable."""
+    """#5 ``unreachable-check-evidence``: every non-``@`` pointer of every oracle check is reachable.
+
+    First (5.0.0), a step naming an interface must name an operation that interface declares
+    exactly once: the pair is the operation's identity, so a step whose pair resolves nowhere
+    could never be observed, whether or not a check reads it.
+    """
     index = PlanIndex(contract)
+    for step in contract.get("interactionPlan") or []:
+        interface_id = step.get("interfaceId")
+        if interface_id is not None and index.operation_for_step(step) is None:
+            raise StructuralFailure(
+                "unreachable-check-evidence",
+                f"EvalContract.interactionPlan[stepId={step.get('stepId')}].interfaceId",
+                f'interface "{interface_id}" does not declare operation "{step.get("operationId")}" exactly once',
+            )
     for _, check, path in oracle_checks(contract):
         for visit in iter_pointers(check, path):
             pointer = visit.operand["pointer"]

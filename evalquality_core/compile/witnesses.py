@@ -169,10 +169,16 @@ def _compact(value: Any) -> str:
 
 
 def _is_volatile(tail: tuple[str, ...], volatile: list[Any]) -> bool:
+    """True when ``tail`` reads at or below a volatile pointer; a ``*`` segment (8.0.0) matches any
+    one key or index at its depth (and so, as any token does, the literal key ``*``)."""
     for pointer in volatile:
         if isinstance(pointer, str):
             tokens = descriptor_tokens(pointer)
-            if tokens and tail[: len(tokens)] == tokens:
+            if (
+                tokens
+                and len(tail) >= len(tokens)
+                and all(want == "*" or want == got for want, got in zip(tokens, tail, strict=False))
+            ):
                 return True
     return False
 

@@ -61,6 +61,8 @@ class Operation:
             return "/" + channel["channel"]
         if kind == "artifact":
             return "/artifact/" + escape_token(channel["artifactId"])
+        if kind == "structured-result":
+            return "/response-body"  # a tool call's structured result is read as its response body
         return "/" + str(channel.get("channel", kind))
 
     @property
@@ -145,12 +147,17 @@ class CoverageContext:
     _by_operation: dict[str, list[Operation]] = field(default_factory=dict)
 
     def steps_using(self, op: Operation) -> list[Mapping[str, Any]]:
-        """Plan steps whose ``operationId`` names the operation, in plan order."""
-        return [s for s in self.steps if s["operationId"] == op.operation_id]
+        """Plan steps naming the operation, in plan order: by the pair (interfaceId, operationId)
+        when the step carries ``interfaceId`` (contract 6+), else by ``operationId``."""
+        return [s for s in self.steps if step_names(s, op.interface_id, op.operation_id)]
 
     def operation_of(self, step: Mapping[str, Any]) -> Operation | None:
-        """The first operation a step's ``operationId`` names, or None."""
-        found = self._by_operation.get(step["operationId"])
+        """The first operation a step names (by its pair when it carries one), or None."""
+        found = [
+            op
+            for op in self._by_operation.get(step["operationId"], [])
+            if step.get("interfaceId") in (None, op.interface_id)
+        ]
         return found[0] if found else None
 
     @staticmethod
@@ -216,12 +223,52 @@ def _sis_relevance(ctx: CoverageContext) -> bool:
     )
 
 
+def _scalar_command_answer(op: Operation) -> bool:
+    """A command whose answer is its whole standard output (a stream descriptor channel, 6.0.1)."""
+    channel = op.wire.get("descriptorChannel") or {}
+    return op.interface_kind == "cli" and channel.get("kind") == "stream"
+
+
+def _literal_zero_exit(node: CheckNode, step_root: str) -> bool:
+    """An ``equality`` node comparing the step's exit code with the literal 0 (either order)."""
+    if node.op != "equality":
+        return False
+    operands = node.wire.get("operands") or []
+    pointers = [o.get("pointer") for o in operands if "pointer" in o]
+    literals = [o.get("literal") for o in operands if "literal" in o]
+    zero = [v for v in literals if isinstance(v, int) and not isinstance(v, bool) and v == 0]
+    return pointers == [f"{step_root}/exit-code"] and len(zero) == 1
+
+
+def _whole_stdout_match(node: CheckNode, step_root: str) -> bool:
+    """An exact (``equality``) or deep (``deep-equality``) match over the step's whole stdout."""
+    return node.op in ("equality", "deep-equality") and f"{step_root}/stdout" in node.operand_pointers
+
+
+def _scalar_command_witnessed(ctx: CoverageContext, op: Operation) -> bool:
+    """6.0.1: a scalar command answer is separated when one listed oracle (7.1.0), at one step using the
+    operation, checks both exit code 0 and an exact or deep match of the whole stdout (a ``containment``
+    does not count). Our reading of the CHANGELOG line; the reference's source was not readable."""
+    for step in ctx.steps_using(op):
+        root = ctx.root(step["stepId"])
+        for oracle in ctx.oracles:
+            if (
+                oracle.listed
+                and any(_literal_zero_exit(n, root) for n in oracle.nodes)
+                and any(_whole_stdout_match(n, root) for n in oracle.nodes)
+            ):
+                return True
+    return False
+
+
 def _sis_satisfaction(ctx: CoverageContext) -> bool:
     if _no_operations(ctx):
         return False
     for op in ctx.operations:
         indicator, roles = op.descriptor.get("successIndicator"), op.descriptor.get("channelRoles")
         if indicator is None or roles is None:
+            if _scalar_command_answer(op) and _scalar_command_witnessed(ctx, op):
+                continue
             return False
         if not _sis_site(op):
             continue
@@ -337,13 +384,26 @@ def _sibling_relevance(ctx: CoverageContext) -> bool:
     return groups is None or bool(groups.get("operations")) or bool(groups.get("parameters"))
 
 
-def _operation_group_witnessed(ctx: CoverageContext, group: Sequence[str]) -> bool:
-    members = _distinct(group)
+def step_names(step: Mapping[str, Any], interface_id: str | None, operation_id: str) -> bool:
+    """Whether a plan step names the operation: the pair when both sides carry an interface id."""
+    named = step.get("interfaceId")
+    return step["operationId"] == operation_id and (named is None or interface_id is None or named == interface_id)
+
+
+def _member(member: Any) -> tuple[str | None, str]:
+    """A sibling-group member as ``(interfaceId, operationId)``: a pair (contract 6+) or a bare id."""
+    if isinstance(member, Mapping):
+        return member["interfaceId"], member["operationId"]
+    return None, member
+
+
+def _operation_group_witnessed(ctx: CoverageContext, group: Sequence[Any]) -> bool:
+    members = list(dict.fromkeys(_member(m) for m in group))
     for oracle in ctx.oracles:
         reached = {
             m
             for m in members
-            if any(oracle.both_channels(ctx.root(s["stepId"])) for s in ctx.steps if s["operationId"] == m)
+            if any(oracle.both_channels(ctx.root(s["stepId"])) for s in ctx.steps if step_names(s, *m))
         }
         if len(reached) >= 2:
             return True

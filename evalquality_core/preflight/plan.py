@@ -13,13 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalquality_core.artifacts.base import check_stamp
+from evalquality_core.artifacts.contract import EvalContract
+from evalquality_core.artifacts.probe import Probe
 from evalquality_core.faults import RuntimeFault, StructuralFailure
-from evalquality_core.registries import SUPPORTED_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
+from evalquality_core.registries import PREFLIGHT_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
 
-#: The probe schema version pre-flight reads (§1.1).
-PROBE_SCHEMA_VERSION = 5
-#: Contract stamps read as one shape (00-overview.md "Schema versions we read").
-CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5)
+#: The probe schema versions pre-flight reads (§1.1): every stamp the Probe model reads.
+PROBE_SCHEMA_VERSIONS: tuple[int, ...] = Probe.ACCEPTED_SCHEMA_VERSIONS
+#: The contract stamps pre-flight reads: every stamp the EvalContract model reads.
+CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = EvalContract.ACCEPTED_SCHEMA_VERSIONS
 #: Bases of the minted control-leg ids (§1.4).
 CONTROL_OBSERVE_BASE = "preflight-control-observe"
 CONTROL_MUTATE_BASE = "preflight-control-mutate"
@@ -27,6 +30,13 @@ CONTROL_MUTATE_BASE = "preflight-control-mutate"
 #: Request channels per interface kind, in wire order (§1.6, artifacts.md §2.2).
 TRANSPORT_CHANNELS: tuple[str, ...] = ("path", "query", "header", "body")
 COMMAND_CHANNELS: tuple[str, ...] = ("argument", "option", "environment", "stdin")
+#: A tool call has one channel, its arguments (§1.6, 2.0.0 and later).
+TOOL_CHANNELS: tuple[str, ...] = ("arguments",)
+_CHANNELS_BY_KIND: Mapping[str, tuple[str, ...]] = {
+    "api": TRANSPORT_CHANNELS,
+    "cli": COMMAND_CHANNELS,
+    "mcp": TOOL_CHANNELS,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,40 +102,56 @@ def _operation_path(interface_id: str, operation_id: str) -> str:
 
 
 def check_probe_stamps(probes: Sequence[Any]) -> None:
-    """§1.1: every probe's ``schemaVersion`` must be the one pre-flight reads, checked before parsing."""
+    """§1.1: every probe's ``schemaVersion`` must be one pre-flight reads, checked before parsing.
+
+    A probe that is not an object or whose stamp is missing or not an integer cannot be parsed at
+    all: ``schema-parse-failure`` at ``Probe`` (§2.6). An integer we do not read is
+    ``schema-version-mismatch`` at ``Probe[probeId=…].schemaVersion`` (7.0.0).
+    """
     for probe in probes:
         stamp = probe.get("schemaVersion") if isinstance(probe, Mapping) else None
-        if stamp != PROBE_SCHEMA_VERSION or isinstance(stamp, bool):
-            probe_id = probe.get("probeId") if isinstance(probe, Mapping) else None
+        if not isinstance(stamp, int) or isinstance(stamp, bool):
+            what = "not an object" if not isinstance(probe, Mapping) else f"stamped {stamp!r}, not an integer"
+            raise RuntimeFault("schema-parse-failure", "Probe", f"a probe is {what}")
+        if stamp not in PROBE_SCHEMA_VERSIONS:
+            probe_id = probe.get("probeId")
             where = f"Probe[probeId={probe_id}]" if isinstance(probe_id, str) else "Probe"
+            accepted = ", ".join(str(v) for v in PROBE_SCHEMA_VERSIONS)
             raise RuntimeFault(
                 "schema-version-mismatch",
                 f"{where}.schemaVersion",
-                f"schemaVersion {stamp!r} is not the probe version pre-flight reads ({PROBE_SCHEMA_VERSION})",
+                f"schemaVersion {stamp!r} is not a probe version pre-flight reads ({accepted})",
             )
 
 
 def _check_stamps(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]) -> None:
     """§1.1: every probe's stamp, then the contract's, before anything is planned."""
     check_probe_stamps(probes)
-    stamp = contract.get("schemaVersion")
-    if stamp not in CONTRACT_SCHEMA_VERSIONS or isinstance(stamp, bool):
-        accepted = ", ".join(str(v) for v in CONTRACT_SCHEMA_VERSIONS)
-        raise RuntimeFault(
-            "schema-version-mismatch",
-            "EvalContract.schemaVersion",
-            f"schemaVersion {stamp!r} is not one we read ({accepted})",
-        )
+    check_stamp(EvalContract, contract, "EvalContract")
+
+
+def _check_interface_identifiers(contract: Mapping[str, Any]) -> None:
+    """7.0.1: two permitted interfaces sharing a ``logicalId`` are refused, as compile refuses them."""
+    seen: set[str] = set()
+    for interface in contract["permittedInterfaces"]:
+        logical_id = interface["logicalId"]
+        if logical_id in seen:
+            raise StructuralFailure(
+                "duplicate-interface-identifier",
+                f"EvalContract.permittedInterfaces[logicalId={logical_id}]",
+                f'two permitted interfaces share the logicalId "{logical_id}"',
+            )
+        seen.add(logical_id)
 
 
 def _check_interface_kinds(contract: Mapping[str, Any]) -> None:
     for interface in contract["permittedInterfaces"]:
-        if interface["kind"] not in SUPPORTED_INTERFACE_KINDS:
+        if interface["kind"] not in PREFLIGHT_INTERFACE_KINDS:
             raise StructuralFailure(
                 "unsupported-interface-kind",
                 f"EvalContract.permittedInterfaces[logicalId={interface['logicalId']}].kind",
                 f'interface kind "{interface["kind"]}" is not one pre-flight can probe '
-                f"({', '.join(SUPPORTED_INTERFACE_KINDS)})",
+                f"({', '.join(PREFLIGHT_INTERFACE_KINDS)})",
             )
 
 
@@ -145,6 +171,8 @@ def _declares_required_keys(operation: Mapping[str, Any]) -> bool:
 def _empty_inputs(kind: str) -> dict[str, Any]:
     if kind == "cli":
         return {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}}
+    if kind == "mcp":
+        return {"arguments": {}}
     return {"path": {}, "query": {}, "header": {}, "body": {"kind": "absent"}}
 
 
@@ -167,8 +195,22 @@ def request_of(
     base = {"probeId": leg_id, "interfaceId": interface_id, "operationId": operation_id}
     command_shaped = any(key in inputs for key in COMMAND_CHANNELS)
     transport_shaped = any(key in inputs for key in TRANSPORT_CHANNELS)
+    tool_shaped = any(key in inputs for key in TOOL_CHANNELS)
+    if interface["kind"] == "mcp":
+        if command_shaped or transport_shaped or not tool_shaped:
+            raise StructuralFailure(
+                "undeclared-mandatory-input",
+                _operation_path(interface_id, operation_id),
+                "supplies command or transport channels to an operation that calls a tool",
+            )
+        return {
+            "kind": "mcp",
+            **base,
+            "toolName": operation["toolName"],
+            "channels": {"arguments": inputs["arguments"]},
+        }
     if interface["kind"] == "cli":
-        if transport_shaped or not command_shaped:
+        if transport_shaped or tool_shaped or not command_shaped:
             raise StructuralFailure(
                 "undeclared-mandatory-input",
                 _operation_path(interface_id, operation_id),
@@ -181,7 +223,7 @@ def request_of(
             "subcommandPath": list(operation["invocation"]["subcommandPath"]),
             "channels": {name: inputs[name] for name in COMMAND_CHANNELS},
         }
-    if command_shaped or not transport_shaped:
+    if command_shaped or tool_shaped or not transport_shaped:
         raise StructuralFailure(
             "undeclared-mandatory-input",
             _operation_path(interface_id, operation_id),
@@ -252,7 +294,7 @@ def _check_witness_inputs(
     outside the permitted set, in each keyed channel.
     """
     shape = operation.get("requestShape") or {}
-    channels = COMMAND_CHANNELS if interface["kind"] == "cli" else TRANSPORT_CHANNELS
+    channels = _CHANNELS_BY_KIND.get(interface["kind"], TRANSPORT_CHANNELS)
     for name in channels:
         declared = shape.get(name) or {"requiredKeys": [], "permittedKeys": []}
         supplied = inputs.get(name)
@@ -290,6 +332,7 @@ def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> Preflig
     contract = _wire(contract)
     probes = [_wire(probe) for probe in probes]
     _check_stamps(contract, probes)
+    _check_interface_identifiers(contract)
     _check_interface_kinds(contract)
 
     minter = _IdMinter(_taken_ids(contract, probes))

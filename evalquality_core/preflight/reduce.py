@@ -162,17 +162,30 @@ def _object_or_null(tagged: Any) -> Any:
 
 
 def call_inputs_of(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The nine call-input channels of a leg's inputs; a tagged body counts only when it is a JSON object."""
+    """The call inputs of a leg in the record-8 shape: nine channels plus ``bodyEncoding``.
+
+    A tagged body counts only when it is a JSON object. A raw body (contract 7 / probe 6) is recorded
+    as ``{"base64": …}`` with ``bodyEncoding: "raw"`` and its content type in ``header`` under
+    ``Content-Type`` unless the header already names one (run_record.py states this reading).
+    """
+    body = inputs.get("body")
+    header = inputs.get("header")
+    raw = isinstance(body, Mapping) and body.get("kind") == "raw"
+    if raw:
+        header = dict(header or {})
+        if not any(key.lower() == "content-type" for key in header):
+            header["Content-Type"] = body["contentType"]
     return {
         "path": inputs.get("path"),
         "query": inputs.get("query"),
-        "header": inputs.get("header"),
-        "body": _object_or_null(inputs.get("body")),
+        "header": header,
+        "body": {"base64": body["base64"]} if raw else _object_or_null(body),
         "argument": inputs.get("argument"),
         "option": inputs.get("option"),
         "environment": inputs.get("environment"),
         "stdin": _object_or_null(inputs.get("stdin")),
         "arguments": inputs.get("arguments"),
+        "bodyEncoding": "raw" if raw else None,
     }
 
 
@@ -189,6 +202,7 @@ def evidence_of(leg: PlannedLeg, observation: Mapping[str, Any], projection: Map
     return {
         "observationId": leg.leg_id,
         "sequence": 1,
+        "interfaceId": leg.interface_id,
         "operationId": leg.operation_id,
         "provenance": "baseline",
         "principal": None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
 from evalquality_core.probe.policy import CommandTargetPolicy, parse_command_target_policy
 
 __all__ = [
@@ -72,6 +73,8 @@ class TargetRegistry:
     source: str
     entries: tuple[Mapping[str, Any], ...]
     placeholders: frozenset[str]
+    #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
+    mcp_entries: tuple[Mapping[str, Any], ...] = ()
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""
@@ -96,6 +99,10 @@ class TargetRegistry:
             authorizations.append(filled)
         return parse_command_target_policy({"authorizations": authorizations}, self.source)
 
+    def to_mcp_policy(self, substitutions: Mapping[str, str] | None = None) -> McpTargetPolicy:
+        """The tool-server policy of the ``kind = "mcp"`` tables, placeholders filled."""
+        return mcp_policy_from_entries(self.mcp_entries, dict(substitutions or {}), self.source)
+
 
 def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     """Parse and validate ``targets.toml`` text; any problem is ``schema-parse-failure`` at ``source``.
@@ -115,12 +122,22 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     if not isinstance(tables, list):
         raise _fault(source, "target must be an array of tables ([[target]])")
     entries: list[dict[str, Any]] = []
+    mcp_entries: list[dict[str, Any]] = []
     placeholders: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for index, table in enumerate(tables):
         where = f"target[{index}]"
         if not isinstance(table, dict):
             raise _fault(source, f"{where} is not a table")
+        if "kind" in table:
+            if table["kind"] != "mcp":
+                raise _fault(source, f"{where} has kind {table['kind']!r}; a [[target]] is a command (no kind) or kind = \"mcp\"")
+            mcp_entry, used = parse_mcp_target(table, source, where)
+            if any(other["interfaceId"] == mcp_entry["interfaceId"] for other in mcp_entries):
+                raise _fault(source, f"{where} registers tool server {mcp_entry['interfaceId']!r} a second time")
+            mcp_entries.append(mcp_entry)
+            placeholders.update(used)
+            continue
         extra = sorted(set(table) - set(TARGET_KEYS))
         if extra:
             raise _fault(source, f"{where} has unknown key(s) {', '.join(extra)}")
@@ -143,7 +160,9 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             raise _fault(source, f"{where} registers interface {pair[0]!r} and executable {pair[1]!r} a second time")
         seen.add(pair)
         entries.append(entry)
-    return TargetRegistry(source=source, entries=tuple(entries), placeholders=frozenset(placeholders))
+    return TargetRegistry(
+        source=source, entries=tuple(entries), placeholders=frozenset(placeholders), mcp_entries=tuple(mcp_entries)
+    )
 
 
 @dataclass(frozen=True)

@@ -77,8 +77,6 @@ class EvidenceIntegrity:
     evaluator_configuration_digest_mismatches: tuple[tuple[str, str], ...] = ()
     #: (rubric id, criterion id)
     judge_results_unscored: tuple[tuple[str, str], ...] = ()
-    #: Pre-rendered collision details; the newest ``score`` never feeds this row (§4.2 caveat).
-    operation_identifier_collisions: tuple[str, ...] = ()
     trial_set_disagreements: tuple[str, ...] = ()
     reported_incomplete: bool = False
     over_truncated: bool = False
@@ -334,14 +332,8 @@ INVALID_ROWS: tuple[LadderRow, ...] = (
             f"judge result unscored: rubric {r} criterion {c}" for r, c in li.integrity.judge_results_unscored
         ],
     ),
-    LadderRow(
-        "operation-identifier-collision",
-        "Invalid",
-        BOTH,
-        "an observation operationId declared by several interfaces (kept, never fed: §4.2 caveat)",
-        False,
-        lambda li: [f"operation identifier collision: {d}" for d in li.integrity.operation_identifier_collisions],
-    ),
+    # 5.0.0 removed the "operation-identifier-collision" row: an observation names the pair
+    # (interfaceId, operationId), so an operation id two interfaces share is no longer a collision.
     LadderRow(
         "trial-set-field-disagreement",
         "Invalid",

@@ -59,7 +59,9 @@ RESPONSE_SIDE_CHANNELS: tuple[str, ...] = (
 #: Channels an interface kind never produces (§8 code 14).
 NEVER_PRODUCED: dict[str, tuple[str, ...]] = {
     "api": ("stdout", "stderr", "exit-code"),
-    "mcp": ("stdout", "stderr", "exit-code", "response-headers"),
+    # A tool call's evidence: structured result, tool-error status, arguments sent, the server's
+    # exit code (issue 13, as compile's reachability reads it).
+    "mcp": ("stdout", "stderr", "response-headers"),
 }
 _INTERACTION = re.compile(r"^/interactions/([^/]+)/(.*)$")
 _CHANNEL = re.compile(
@@ -300,8 +302,8 @@ def _check_signature(signature: Mapping[str, Any], home: HomeOperation | None, w
 
 def _descriptor_channel(home: HomeOperation) -> str:
     channel = home.operation.get("descriptorChannel")
-    if channel is None:
-        return "response-body"
+    if channel is None or channel.get("kind") == "structured-result":
+        return "response-body"  # an HTTP body, or a tool call's structured result
     return channel.get("channel", channel.get("kind"))
 
 
@@ -312,6 +314,8 @@ def _unwritable(ptr: _Pointer, home: HomeOperation) -> str | None:
         return f'operation {home.operation_id} cannot produce "{ptr.channel}"'
     if kind == "cli" and ptr.channel in ("response-body", "response-headers", "response-status"):
         return f'operation {home.operation_id} cannot produce "{ptr.channel}"'
+    if kind == "mcp" and ptr.channel in NEVER_PRODUCED["mcp"]:
+        return f'tool-call operation {home.operation_id} cannot produce "{ptr.channel}"'
     if ptr.channel == _descriptor_channel(home) and ptr.tail:
         first = decode_tokens("/" + ptr.tail)[0]
         descriptor = home.operation.get("responseDescriptor") or {}

@@ -37,6 +37,8 @@ def erase_parameters(path_template: str) -> str:
 
 def signature_identity(signature: Mapping[str, Any]) -> str:
     """HTTP: ``METHOD /path/{}``; command: executable and subcommand segments joined by spaces."""
+    if "toolName" in signature:
+        return f"tool {signature['toolName']}"
     if signature.get("interfaceKind") == "cli":
         inv = signature["invocation"]
         return " ".join([inv["executable"], *inv["subcommandPath"]])
@@ -44,6 +46,8 @@ def signature_identity(signature: Mapping[str, Any]) -> str:
 
 
 def _operation_identity(kind: str, operation: Mapping[str, Any]) -> str | None:
+    if kind == "mcp" and "toolName" in operation:
+        return f"tool {operation['toolName']}"
     if kind == "cli":
         inv = operation.get("invocation")
         return None if inv is None else " ".join([inv["executable"], *inv["subcommandPath"]])
@@ -64,6 +68,12 @@ class HomeOperation:
     def operation_id(self) -> str:
         """The operation identifier."""
         return self.operation["operationId"]
+
+    def observed(self, observation: Mapping[str, Any]) -> bool:
+        """Whether an observation is a call of this operation: same operation id and, when the
+        observation names one (record 7+), the same interface (the (interfaceId, operationId) pair)."""
+        interface_id = observation.get("interfaceId")
+        return observation["operationId"] == self.operation_id and interface_id in (None, self.interface_id)
 
 
 def resolve_home_operation(contract: Any, signature: Mapping[str, Any] | None) -> HomeOperation | None:
@@ -120,7 +130,7 @@ def match_witness(
     if home is None:
         return _unexercised(False)
     obs = [as_wire(o) for o in observations]
-    home_obs = [o for o in obs if o["operationId"] == home.operation_id]
+    home_obs = [o for o in obs if home.observed(o)]
     exercised = [o for o in home_obs if o["provenance"] == "evaluator-chosen"]
     if not exercised:
         return _unexercised(True)
@@ -190,9 +200,9 @@ def map_findings(
 
     ``probes`` maps the scored probe ids to probes; ``homes`` their resolved home operations.
     """
-    op_of = {}
+    by_id: dict[str, list[Mapping[str, Any]]] = {}
     for o in (as_wire(o) for o in observations):
-        op_of.setdefault(o["observationId"], set()).add(o["operationId"])
+        by_id.setdefault(o["observationId"], []).append(o)
     buckets: dict[FindingBucket, list[str]] = {"mapped": [], "unmapped": [], "signatureless": [], "dangling": []}
     for finding in (as_wire(f) for f in findings):
         if finding["findingType"] != "defect":
@@ -206,7 +216,7 @@ def map_findings(
             buckets["signatureless"].append(finding["findingId"])
             continue
         home = homes.get(pid)
-        if home is not None and any(home.operation_id in op_of.get(i, ()) for i in finding["observationIds"]):
+        if home is not None and any(home.observed(o) for i in finding["observationIds"] for o in by_id.get(i, ())):
             buckets["mapped"].append(finding["findingId"])
         else:
             buckets["unmapped"].append(finding["findingId"])

@@ -89,16 +89,25 @@ def literal_text(value: Any) -> str:
     return rfc8785.dumps(value).decode("utf-8")
 
 
-def local_phrase(target: EvidenceTarget) -> str:
-    """``LOCAL(t)``: what the pointer reads, relative to its step."""
+def local_phrase(target: EvidenceTarget, *, tool_call: bool = False) -> str:
+    """``LOCAL(t)``: what the pointer reads, relative to its step.
+
+    A tool call (contract 6+; no reference brief exercises one, so this wording is ours) reads as
+    one: "the title argument you sent", "the structured result you obtained", "whether it reported
+    a tool error" (its ``response-status``, 1 or 0).
+    """
     field = ".".join(token for token in target.tail if token != "")
     channel = target.channel
     if channel == "response-status":
-        return "its transport status"
+        return "whether it reported a tool error" if tool_call else "its transport status"
     if channel == "exit-code":
         return "its exit code"
+    if channel == "call-inputs" and target.input_channel == "arguments":
+        return f"the {field} argument you sent" if field else "the arguments you sent"
     if channel == "call-inputs":
         return f"the {target.input_channel} {field} value you sent" if field else f"the {target.input_channel} you sent"
+    if channel == "response-body" and tool_call and not field:
+        return "the structured result you obtained"
     if channel == "response-body":
         return f"its {field} field" if field else "the response body you obtained"
     if channel == "response-headers":
@@ -110,8 +119,13 @@ def local_phrase(target: EvidenceTarget) -> str:
     return f"the {field} field of the {target.artifact_id} it wrote" if field else f"the {target.artifact_id} it wrote"
 
 
+def entry_name(channel: str, key: str) -> str:
+    """How a bound parameter is named: "{channel} {key}" ("body title"); a tool call's "{key} argument"."""
+    return f"{key} argument" if channel == "arguments" else f"{channel} {key}"
+
+
 def _entry_phrase(channel: str, key: str, value: Json, level: str) -> str:
-    name = f"{channel} {key}"
+    name = entry_name(channel, key)
     if value.get("matcher") == "type-violating":
         return f"a malformed {name} value"
     if "matcher" in value or level == "generic":
@@ -121,6 +135,10 @@ def _entry_phrase(channel: str, key: str, value: Json, level: str) -> str:
     if "principal" in value:
         return f"the {name} of the {value['principal']} account"
     return f"the {name} you obtained earlier"
+
+
+#: The operation noun's last word by shape family (a tool call is "the search notes tool": our wording).
+_NOUN_SUFFIX = {"command": " command", "tool-call": " tool", "http": " endpoint"}
 
 
 class DirectionRenderer:
@@ -133,10 +151,15 @@ class DirectionRenderer:
         step = self.index.step(step_id)
         if step is None:
             raise SealRefusal(f'evidence target names step "{step_id}", which the interaction plan does not declare')
-        operation = self.index.operation(step.get("operationId"))
+        operation = self.index.operation_for_step(step)
         if operation is None:
             raise SealRefusal(f'step "{step_id}" names operation "{step.get("operationId")}", which no interface declares')
         return step, operation
+
+    def local(self, target: EvidenceTarget) -> str:
+        """``LOCAL(t)`` worded for the kind of operation the target's step calls."""
+        operation = self.index.operation_of_step(target.step_id)
+        return local_phrase(target, tool_call=operation is not None and operation.is_tool_call)
 
     def _expandable(self, value: Json, path: frozenset[str], budget: Budget) -> EvidenceTarget | None:
         pointer = value.get("captured")
@@ -153,7 +176,11 @@ class DirectionRenderer:
     def step_reference(self, step_id: str, level: str, path: frozenset[str], budget: Budget) -> str:
         """``STEPREF``: the operation noun plus the binding clause at ``level``."""
         step, operation = self._operation(step_id)
-        noun = "the " + operation.operation_id.replace("-", " ") + (" command" if operation.is_command else " endpoint")
+        noun = "the " + operation.operation_id.replace("-", " ") + _NOUN_SUFFIX[operation.family]
+        if operation.operation_id in self.index.shared_operation_ids:
+            # 5.0.0: only an operation id several interfaces declare needs its interface named.
+            noun += f' of interface "{operation.interface_id}"'
+
         entries = bound_entries(step)
         malformed = [e for e in entries if isinstance(e[2], dict) and e[2].get("matcher") == "type-violating"]
         if malformed:
@@ -183,14 +210,14 @@ class DirectionRenderer:
                 phrases.append(_entry_phrase(*item, level))
                 continue
             members = groups[item]
-            names = join_and([f"{channel} {key}" for channel, key, _ in members])
+            names = join_and([entry_name(channel, key) for channel, key, _ in members])
             if budget.remaining <= 0:
                 budget.suppressed = True
                 phrases.append(f"the {names} you obtained earlier")
                 continue
             inner = self.step_reference(item, level, path | {item}, budget)
             budget.remaining -= utf16_length(inner)
-            reads = join_and([local_phrase(target) for _, _, target in members])
+            reads = join_and([self.local(target) for _, _, target in members])
             phrases.append(f"the {names} you obtained as {reads} from {inner}")
         return phrases
 
@@ -227,7 +254,10 @@ class DirectionRenderer:
         by_step: dict[str, list[EvidenceTarget]] = {}
         for target in parsed:
             by_step.setdefault(target.step_id, []).append(target)
-        operation_of = {step_id: self._operation(step_id)[1].operation_id for step_id in by_step}
+        operation_of = {
+            step_id: (self._operation(step_id)[1].interface_id, self._operation(step_id)[1].operation_id)
+            for step_id in by_step
+        }
         references: dict[str, str] = {}
 
         def reference(step_id: str) -> str:
@@ -238,7 +268,7 @@ class DirectionRenderer:
 
         def full(target: EvidenceTarget) -> str:
             joiner = " to " if target.channel == "call-inputs" else " from "
-            return local_phrase(target) + joiner + reference(target.step_id)
+            return self.local(target) + joiner + reference(target.step_id)
 
         ordered = utf16_sorted(by_step)
         singles = [s for s in ordered if len(by_step[s]) == 1]
@@ -267,7 +297,7 @@ class DirectionRenderer:
             if len(group) == 1:
                 phrases.append(full(group[0]))
             else:
-                locals_ = utf16_sorted(local_phrase(target) for target in group)
+                locals_ = utf16_sorted(self.local(target) for target in group)
                 phrases.append(f"{reference(step_id)}: {join_and(locals_)}")
         return join_and(utf16_sorted(phrases))
 

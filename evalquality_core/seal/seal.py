@@ -46,7 +46,12 @@ def _directions(contract: Json) -> list[Json]:
     index = PlanIndex(contract)
     if index.duplicate_step_ids:
         raise _refuse(f'step id "{index.duplicate_step_ids[0]}" is declared more than once')
-    if index.duplicate_operation_ids:
+    if any("interfaceId" in step for step in contract.get("interactionPlan") or []):
+        # Contract 6+: the pair is the identity; one id under two interfaces is two operations.
+        if index.duplicate_pairs:
+            interface_id, operation_id = index.duplicate_pairs[0]
+            raise _refuse(f'operation "{operation_id}" is declared more than once by interface "{interface_id}"')
+    elif index.duplicate_operation_ids:
         raise _refuse(f'operation id "{index.duplicate_operation_ids[0]}" is declared more than once')
     renderer = DirectionRenderer(index)
     directions = []

@@ -138,9 +138,11 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
     for name in ("argument", "option", "environment"):
         call_inputs[name] = dict(channels[name]) or None
     call_inputs["stdin"] = channels["stdin"]["value"] if channels["stdin"]["kind"] == "json" else None
+    call_inputs["bodyEncoding"] = None  # record 8 (6.0.0): no raw body on a command call
     return {
         "observationId": f"obs-{number:03d}",
         "sequence": number,
+        "interfaceId": request["interfaceId"],  # record 7 (5.0.0): the (interfaceId, operationId) pair
         "operationId": step["operationId"],
         "provenance": "baseline" if baseline else "evaluator-chosen",
         "principal": None,

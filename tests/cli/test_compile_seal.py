@@ -124,7 +124,10 @@ BAD_INPUTS: list[tuple[str, bytes, int, str]] = [
     ("lone-surrogate", b'{"a":"\\ud800"}', 5, "non-canonicalizable-value"),
     ("deep", b"[" * 1100 + b"]" * 1100, 5, "non-canonicalizable-value"),
     ("wrong-version", b'{"schemaVersion":3}', 5, "schema-version-mismatch"),
-    ("boolean-version", b'{"schemaVersion":true}', 5, "schema-version-mismatch"),
+    ("boolean-version", b'{"schemaVersion":true}', 5, "schema-parse-failure"),  # issue 10: not a number
+    ("missing-version", b'{"parentDigest":null}', 5, "schema-parse-failure"),
+    ("string-version", b'{"schemaVersion":"7"}', 5, "schema-parse-failure"),
+    ("newer-version", b'{"schemaVersion":8}', 5, "schema-version-mismatch"),
     ("half-contract", b'{"schemaVersion":4,"parentDigest":null}', 5, "schema-parse-failure"),
 ]
 

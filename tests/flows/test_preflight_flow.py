@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import diskcache
 import pytest
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
@@ -26,6 +25,7 @@ from evalquality_core.canonical.json import serialize_artifact
 from evalquality_core.pipeline import run_preflight
 from flows.lifecycle import orphaned_servers, reap_orphaned_servers
 from flows.suites import load_suite
+from tasks.leg_cache import LegCache
 from tasks.workspace import leg_workspace
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 
@@ -75,8 +75,11 @@ def _uninterrupted_verdicts(suite_dir: Path, scratch: Path) -> dict[str, bytes]:
 
 
 def _cached_entries(home: Path) -> int:
-    with diskcache.Cache(str(home / "leg-cache")) as cache:
-        return sum(1 for key in cache.iterkeys() if str(key).startswith("leg:"))
+    cache = LegCache(home / "leg-cache")
+    try:
+        return cache.entry_count()
+    finally:
+        cache.close()
 
 
 def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conformance, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalquality_core.faults import RuntimeFault
-from tasks.leg_cache import LegCache, SingleFlight, leg_cache_key
+from tasks.leg_cache import LegCache, leg_cache_key
 
 REQUEST = {
     "kind": "cli",
@@ -150,11 +150,11 @@ def test_from_cache_miss_says_how_to_fill_the_cache(tmp_path):
 
 _HOLD = """
 import sys, time
+from pathlib import Path
 sys.path.insert(0, {root!r})
-import diskcache
-from tasks.leg_cache import SingleFlight
-cache = diskcache.Cache({directory!r})
-with SingleFlight(cache, "k5"):
+from tasks.leg_cache import SqliteLegStore
+store = SqliteLegStore(Path({directory!r}))
+with store.claim("k5"):
     print("held", flush=True)
     time.sleep(60)
 """
@@ -170,6 +170,6 @@ def test_a_lock_held_by_a_killed_process_is_reclaimed(tmp_path):
     holder.wait()
     cache = LegCache(tmp_path / "cache")
     started = time.monotonic()
-    with SingleFlight(cache._cache, "k5"):
+    with cache.store.claim("k5"):
         pass
     assert time.monotonic() - started < 5

@@ -75,9 +75,9 @@ def test_chain_contract_digest_equals_the_pinned_digest(conformance: Path, relat
 
 
 def test_versions() -> None:
-    """Contracts 4 and 5 are read; what we write is the newest of those (00-overview.md)."""
-    assert EvalContract.ACCEPTED_SCHEMA_VERSIONS == (4, 5)
-    assert EvalContract.WRITTEN_SCHEMA_VERSION == 5
+    """Contracts 4 to 7 are read; what we write is the newest of those (issue 11)."""
+    assert EvalContract.ACCEPTED_SCHEMA_VERSIONS == (4, 5, 6, 7)
+    assert EvalContract.WRITTEN_SCHEMA_VERSION == 7
     assert EvalContract.ARTIFACT_NAME == "EvalContract"
 
 
@@ -87,9 +87,9 @@ def _satisfied(conformance: Path) -> dict:
     return copy.deepcopy(document)
 
 
-@pytest.mark.parametrize("stamp", [3, 6, 7, "4", True, None])
+@pytest.mark.parametrize("stamp", [3, 8, 9007199254740991])
 def test_other_stamps_are_refused_before_the_shape(conformance: Path, stamp: object) -> None:
-    """A stamp we do not read is schema-version-mismatch even when the shape is also wrong."""
+    """A number we do not read is schema-version-mismatch even when the shape is also wrong."""
     document = _satisfied(conformance)
     document["schemaVersion"] = stamp
     document["unknownKey"] = 1
@@ -97,6 +97,20 @@ def test_other_stamps_are_refused_before_the_shape(conformance: Path, stamp: obj
         read_artifact(EvalContract, document)
     assert caught.value.code == "schema-version-mismatch"
     assert caught.value.artifact_path == "EvalContract.schemaVersion"
+
+
+@pytest.mark.parametrize("stamp", ["4", True, None, 4.5, "missing"])
+def test_missing_or_non_numeric_stamp_is_a_parse_failure(conformance: Path, stamp: object) -> None:
+    """Issue 10: a missing or non-numeric stamp is schema-parse-failure at EvalContract, not a mismatch."""
+    document = _satisfied(conformance)
+    if stamp == "missing":
+        del document["schemaVersion"]
+    else:
+        document["schemaVersion"] = stamp
+    with pytest.raises(RuntimeFault) as caught:
+        read_artifact(EvalContract, document)
+    assert caught.value.code == "schema-parse-failure"
+    assert caught.value.artifact_path == "EvalContract"
 
 
 def test_mcp_api_shaped_form_is_read(conformance: Path) -> None:
@@ -107,7 +121,7 @@ def test_mcp_api_shaped_form_is_read(conformance: Path) -> None:
 
 
 def test_mcp_tool_call_form_is_unsupported_interface_kind(conformance: Path) -> None:
-    """A tool-call operation (toolName) is named unsupported-interface-kind, outranking shape errors."""
+    """At contract 4/5 a tool-call operation (toolName) is unsupported-interface-kind, outranking shape errors."""
     document = _satisfied(conformance)
     interface = document["permittedInterfaces"][0]
     interface["kind"] = "mcp"
@@ -121,8 +135,9 @@ def test_mcp_tool_call_form_is_unsupported_interface_kind(conformance: Path) -> 
     with pytest.raises(StructuralFailure) as caught:
         read_artifact(EvalContract, document)
     assert caught.value.code == "unsupported-interface-kind"
-    assert caught.value.artifact_path == "EvalContract.permittedInterfaces[0].operations"
+    assert caught.value.artifact_path == "EvalContract"
     assert "search_notes" in str(caught.value)
+    assert "schemaVersion 4" in str(caught.value)
 
 
 def test_tool_call_form_under_a_non_mcp_kind_is_a_parse_failure(conformance: Path) -> None:

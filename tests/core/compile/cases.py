@@ -302,7 +302,7 @@ _R = "EvalContract.rubrics[id=R-001]"
 
 #: One case per way a row can fire; the census test requires every CHECKS row to appear.
 CASES: tuple[Case, ...] = (
-    Case("stamp", 0, "schema-version-mismatch", "EvalContract.schemaVersion", API_BASE, _set(["schemaVersion"], 7)),
+    Case("stamp", 0, "schema-version-mismatch", "EvalContract.schemaVersion", API_BASE, _set(["schemaVersion"], 8)),
     Case("dup-interface", 1, "duplicate-interface-identifier", "EvalContract.permittedInterfaces[1].logicalId", API_BASE, _dup_interface),
     Case(
         "no-links", 2, "missing-requirement-linkage", "EvalContract.behaviors[id=B-001]", API_BASE,

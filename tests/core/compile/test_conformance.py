@@ -105,7 +105,7 @@ def test_compile_is_idempotent_on_every_conformance_contract(conformance: Path) 
 
 def test_wrong_schema_version_is_a_runtime_fault_before_the_shape(conformance: Path) -> None:
     value = json.loads((conformance / "corpus-dev/contracts/satisfied-declarations.json").read_bytes())
-    value["schemaVersion"] = 6
+    value["schemaVersion"] = 8
     value["unknownKey"] = True
     with pytest.raises(RuntimeFault) as caught:
         compile_contract(value)

@@ -134,3 +134,48 @@ def test_bound_element_substitution_and_addressing() -> None:
     assert leaves == [("/interactions/list/response-body/items/status",), ("/interactions/list/response-body/items",)]
     assert addresses("/interactions/a/response-body/ok", "/interactions/a")
     assert not addresses("/interactions/ab/response-body", "/interactions/a")
+
+
+# ---- success-indicator-separation: 6.0.1 scalar command answers, 7.1.0 listed oracles --------------
+
+
+def _scalar_cli(conformance: Path, *, listed: bool, stdout_op: str = "equality") -> dict:
+    """The v7 skill-defect contract whose command answers a scalar (no success indicator, no roles), plus an
+    oracle O-003 pairing exit code 0 with a match of the whole stdout at the plan's one step."""
+    contract = load(conformance / "latest/chains/skill-defect/eval-contract.json")
+    descriptor = contract["permittedInterfaces"][0]["operations"][0]["responseDescriptor"]
+    descriptor["successIndicator"], descriptor["channelRoles"] = None, None
+    step = "/interactions/frontend-case"
+    check = {"op": "all", "operands": [
+        {"op": "equality", "operands": [{"pointer": f"{step}/exit-code"}, {"literal": 0}]},
+        {"op": stdout_op, "operands": [{"pointer": f"{step}/stdout"}, {"literal": {"selected": []}}]},
+    ]}
+    contract["oracles"].append({"id": "O-003", "polarity": "expects-hold", "commentary": None, "check": check,
+                                "direction": {"evidenceTargets": [f"{step}/exit-code", f"{step}/stdout"],
+                                              "relation": "all", "polarity": "expects-hold", "scope": None,
+                                              "negativeDomain": None}})
+    if listed:
+        contract["behaviors"][0]["oracles"].append("O-003")
+    return contract
+
+
+def _sis(contract: dict) -> tuple[bool, bool]:
+    rule = next(r for r in COVERAGE_RULES if r.id == "success-indicator-separation")
+    context = coverage_context(contract)
+    return rule.relevance(context), rule.satisfaction(context)
+
+
+def test_a_scalar_command_answer_is_separated_by_exit_code_and_whole_stdout(conformance: Path) -> None:
+    """6.0.1: exit code 0 and an exact (or deep) match of the whole stdout, by one listed oracle."""
+    if not (conformance / "latest").is_dir():
+        pytest.skip("conformance/latest absent")
+    assert _sis(_scalar_cli(conformance, listed=True)) == (True, True)
+    assert _sis(_scalar_cli(conformance, listed=True, stdout_op="deep-equality")) == (True, True)
+
+
+def test_the_scalar_branch_needs_a_listed_oracle_and_an_exact_match(conformance: Path) -> None:
+    """7.1.0: an oracle no behaviour lists does not count; a containment is not an exact match."""
+    if not (conformance / "latest").is_dir():
+        pytest.skip("conformance/latest absent")
+    assert _sis(_scalar_cli(conformance, listed=False)) == (True, False)
+    assert _sis(_scalar_cli(conformance, listed=True, stdout_op="containment")) == (True, False)

@@ -65,7 +65,7 @@ def test_duplicate_echo_is_a_fault(conformance, tmp_path, capsys):
 
 def test_probe_at_another_version_is_refused_before_parsing(conformance, tmp_path, capsys):
     probe = load(conformance, "skill-defect/probe.json")
-    probe["schemaVersion"] = 6
+    probe["schemaVersion"] = 7
     probe["unknownKey"] = True  # would fail parsing; the stamp is compared first
     path = tmp_path / "probe.json"
     path.write_text(json.dumps(probe))
@@ -77,3 +77,36 @@ def test_probe_at_another_version_is_refused_before_parsing(conformance, tmp_pat
         "eval-quality: schema-version-mismatch: Probe[probeId=P-001].schemaVersion:"
     )
     assert not (tmp_path / "out.json").exists()
+
+
+def test_an_unparseable_probe_is_reported_at_probe(conformance, tmp_path, capsys):
+    """Issue 10 / §2.6: a probe that fails its schema is schema-parse-failure at `Probe` (not `Probe[0]`)."""
+    probe = load(conformance, "skill-defect/probe.json")
+    probe["unknownKey"] = True
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(probe))
+    observations = conformance / "chains" / "skill-defect" / "reconstructed-inputs" / "preflight-observations.json"
+    args = _args(conformance, str(observations), str(tmp_path / "out.json"))
+    args[args.index("--probes") + 1] = str(path)
+    assert main(args) == 5
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("eval-quality: schema-parse-failure: Probe: probe [0] at Probe.unknownKey:"), last
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_contract_without_a_numeric_stamp_is_a_parse_failure(conformance, tmp_path, capsys):
+    """Issue 10: a missing or non-numeric contract stamp is schema-parse-failure at EvalContract in pre-flight."""
+    observations = conformance / "chains" / "skill-defect" / "reconstructed-inputs" / "preflight-observations.json"
+    for stamp in (None, "5", "missing"):
+        contract = load(conformance, "skill-defect/eval-contract.json")
+        if stamp == "missing":
+            del contract["schemaVersion"]
+        else:
+            contract["schemaVersion"] = stamp
+        path = tmp_path / "contract.json"
+        path.write_text(json.dumps(contract))
+        args = _args(conformance, str(observations), str(tmp_path / "out.json"))
+        args[args.index("--contract") + 1] = str(path)
+        assert main(args) == 5
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith("eval-quality: schema-parse-failure: EvalContract: schemaVersion is"), last

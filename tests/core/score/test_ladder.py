@@ -88,9 +88,6 @@ ROW_CASES: dict[str, tuple[dict, list[str], str]] = {
     "judge-result-unscored": (
         {"integrity": EvidenceIntegrity(judge_results_unscored=(("R-001", "RC-002"),))},
         ["judge result unscored: rubric R-001 criterion RC-002"], "contract-scoring"),
-    "operation-identifier-collision": (
-        {"integrity": EvidenceIntegrity(operation_identifier_collisions=("trial 1 observation obs-1",))},
-        ["operation identifier collision: trial 1 observation obs-1"], "contract-scoring"),
     "trial-set-field-disagreement": (
         {"integrity": EvidenceIntegrity(trial_set_disagreements=('runId: trial 1 = "a", trial 2 = "b"',))},
         ['trial-set field disagreement: runId: trial 1 = "a", trial 2 = "b"'], "contract-scoring"),
@@ -202,3 +199,8 @@ def test_census_every_row_rung_and_verdict_is_reached() -> None:
     assert fired == {row.id for row in ALL_ROWS}
     assert rungs == set(RUNGS)
     assert set(ROW_CASES) == {row.id for row in ALL_ROWS}
+
+
+def test_operation_identifier_collision_row_is_gone() -> None:
+    """5.0.0: the pair identity retired the AD-21 row operation-identifier-collision."""
+    assert "operation-identifier-collision" not in {row.id for row in ALL_ROWS}
