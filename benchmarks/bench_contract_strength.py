@@ -8,6 +8,12 @@
 (b) Cached night over cached pre-flight: the same cached contract-strength run over a cached run of the
     pre-flight flow alone, i.e. what compile, seal, scoring from cache, aggregation, the documents, the
     gate and the report add on top of the pre-flight. Aim: <= 2.
+(c) Live night over stored night: a night that runs every trial live (``--trials live``: the system
+    driven in fresh workspaces, each trial's evidence judged by the suite's evaluator command, the
+    reference evaluator here) over the stored night, both with every leg answered from cache, so the
+    ratio is what running the trials costs. No aim: it is the price of measuring something live.
+(d) Cached live night over first live night: the same live night again, every trial answered from the
+    trial cache. Aim: well under 1.
 
 Usage: ``python benchmarks/bench_contract_strength.py [--suites DIR]`` (runs in a temp eval-quality
 home, so it never touches your cache; the first flow call also pays Prefect's embedded-server start).
@@ -75,10 +81,17 @@ def main() -> int:
             FlowSettings(settings.home, settings.suites_dir, _HOME / "pre", settings.concurrency, settings.baseline)
         ),
     )
+    live = {**options, "out_dir": str(_HOME / "out-live"), "trials": "live"}
+    live_s, live_run = _timed("first live night", lambda: run_contract_strength(settings, **live))
+    live_cached_s, live_cached = _timed("cached live night", lambda: run_contract_strength(settings, **live))
     print(f"  first night:  {first.counts.sentence()}")  # type: ignore[attr-defined]
     print(f"  cached night: {cached.counts.sentence()}")  # type: ignore[attr-defined]
+    print(f"  first live night:  {live_run.summary_lines()[1]}")  # type: ignore[attr-defined]
+    print(f"  cached live night: {live_cached.summary_lines()[1]}")  # type: ignore[attr-defined]
     print(f"(a) cached night / first night         = {cached_s / first_s:.2f}  (no aim; see the docstring)")
     print(f"(b) cached night / cached pre-flight   = {cached_s / pre_s:.2f}  (aim: <= 2)")
+    print(f"(c) live night / stored night          = {live_s / cached_s:.2f}  (legs cached in both: the trials' cost)")
+    print(f"(d) cached live night / first live     = {live_cached_s / live_s:.2f}  (aim: well under 1)")
     return 0
 
 

@@ -38,7 +38,8 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 TAGS = ["eval-quality", "nightly"]
 #: A night whose gate is not 0 ends its flow run Failed (after writing and publishing everything), so
 #: the UI and any notification on failed runs show it.
-NIGHTLY_PARAMETERS: dict[str, Any] = {"fail_on_movement": True}
+#: A night runs its trials live (the evaluator command of every suite); CI runs the stored replays.
+NIGHTLY_PARAMETERS: dict[str, Any] = {"fail_on_movement": True, "trials": "live"}
 
 
 def nightly_timezone(explicit: str | None = None) -> str:

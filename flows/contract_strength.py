@@ -7,8 +7,10 @@ The run (harness.md A.4, full mode), per suite under the corpus:
    per suite (the reference client's full mode), written as ``preflight.json``. Its legs send the same
    requests as the per-probe pre-flight's, so a night after a pre-flight run spawns nothing new;
 2. the contract is compiled and sealed (``tasks/contract.py``): ``sealed-evaluator-brief.json``;
-3. one ``score`` task per probe over its stored trial records (``trials/<probe>/trial-N/``) under the
-   suite's one pre-flight verdict, keyed by the digests of its inputs (``tasks/scoring.py``):
+3. one ``score`` task per probe over its trial records under the suite's one pre-flight verdict: the
+   stored replays (``trials/<probe>/trial-N/``, ``--trials stored``) or trials run now
+   (``--trials live``: ``run-trial`` and ``seal-record`` per trial index, ``tasks/trials.py``, written
+   under ``<out>/<suite>/trials/``), keyed by the digests of its inputs (``tasks/scoring.py``):
    ``evidence-<probe>.json``. One verdict per suite gives every probe the same fixture digest, hence
    the same ``scoringVersion``, which is what lets step 4 aggregate them;
 4. ``aggregate-strength`` over the suite's evidence against the suite's floors (``suite.toml``
@@ -58,6 +60,7 @@ from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
+    digest_bytes,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
@@ -70,7 +73,7 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
-from flows.output import write_artifact
+from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, load_settings
@@ -107,6 +110,7 @@ from flows.suites import Suite, load_suites
 from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+from tasks.trials import SealedTrial, TrialAnswer, TrialJob, run_trial, seal_record, trial_key, trial_spend
 
 __all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
 
@@ -130,6 +134,9 @@ class StrengthRun:
     problems: Mapping[str, str] = field(default_factory=dict)
     #: The class name of the task runner the flow ran on (``ThreadPoolTaskRunner``, ``DaskTaskRunner``).
     task_runner: str = ""
+    #: ``live`` or ``stored``, and in live mode the trial spend (``tasks.trials.trial_spend``).
+    trials_mode: str = "stored"
+    trial_counts: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -138,7 +145,14 @@ class StrengthRun:
 
     def summary_lines(self) -> list[str]:
         """The closing lines: cost, the gate's every move (or the match sentence), where the report is."""
-        return [self.counts.sentence(), *self.gate.lines(), f"report: {self.report}"]
+        lines = [self.counts.sentence()]
+        if self.trials_mode == "live":
+            spend = self.trial_counts
+            lines.append(
+                f"{spend.get('trialsRun', 0)} trial(s) run and {spend.get('trialsCached', 0)} answered from cache, "
+                f"{spend.get('trialFaults', 0)} fault(s), {spend.get('evaluatorSeconds', '0.000')}s in the evaluator"
+            )
+        return [*lines, *self.gate.lines(), f"report: {self.report}"]
 
 
 # -------------------------------------------------------------------------------------- inputs
@@ -318,6 +332,8 @@ def contract_strength(
     update_baseline_file: bool = False,
     fail_on_movement: bool = True,
     suites: list[str] | None = None,
+    trials: str = "stored",
+    fresh_trials: bool = False,
 ) -> State:
     """Measure every suite's contract strength and gate it on the baseline (module docstring).
 
@@ -325,7 +341,12 @@ def contract_strength(
     CLI and the nightly deployment alike) the flow run ends ``Failed`` when the gate's exit code is not
     0, with one line naming what moved and no traceback, after everything is written and published,
     so the UI shows a moved night in red; the CLI's exit code is the gate's either way.
+    ``trials="live"`` runs every probe's trials now (``tasks/trials.py``: ``run-trial`` then
+    ``seal-record`` per trial index, digest-cached) instead of reading the stored replays
+    (``trials="stored"``, the deterministic twin CI runs); ``fresh_trials`` samples new trial indices.
     """
+    if trials not in TRIAL_MODES:
+        raise ValueError(f"trials {trials!r} is not one of {', '.join(TRIAL_MODES)}")
     settings = load_settings()
     started = time.perf_counter()
     log = RunLog()
@@ -363,14 +384,32 @@ def contract_strength(
     submitted: dict[tuple[str, str], Any] = {}
     trial_counts: dict[tuple[str, str], int] = {}
     probe_problems: dict[tuple[str, str], str] = {}
+    live: dict[str, _LiveSuite] = {}
+    spent: list[tuple[TrialAnswer, bool]] = []
+    faults = 0
     for suite in suites:
         try:
             prepared[suite.name] = _prepare_suite(suite, suites_root)
-            submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems))
+            if trials == "live":
+                live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
+        except (EvalQualityFault, ValueError, OSError) as problem:
+            problems[suite.name] = f"{type(problem).__name__}: {problem}"
+    for suite in suites:
+        if suite.name in problems:
+            continue
+        try:
+            if trials == "live":
+                sealed, spend, faulted = _collect_trials(suite, live[suite.name], out, probe_problems)
+                spent += spend
+                faults += faulted
+            else:
+                sealed = None
+            submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
         except (EvalQualityFault, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
     task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
+    trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
 
     documents = {
         suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems)
@@ -387,8 +426,8 @@ def contract_strength(
         spawned_seconds=pre.leg_seconds,
         total_seconds=time.perf_counter() - started,
     )
-    if pre.spawned:
-        write_artifact(out / COST_FILE, _cost_record(pre, counts))
+    if pre.spawned or trial_counts_run.get("trialsRun"):
+        write_artifact(out / COST_FILE, {**_cost_record(pre, counts), **({"trials": trial_counts_run} if trials == "live" else {})})
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = StrengthReport(
         at, documents, gate, counts,
@@ -400,7 +439,8 @@ def contract_strength(
     report_path = write_html_report(out, report)
     publish_artifacts(report, report_path)
     run = StrengthRun(
-        documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__
+        documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__,
+        trials, trial_counts_run,
     )
     _log_tables(log, run)
     for line in run.summary_lines():
@@ -484,6 +524,7 @@ def _submit_scores(
     rows: Mapping[str, ProbePreflight],
     trial_counts: dict[tuple[str, str], int],
     probe_problems: dict[tuple[str, str], str],
+    live: Mapping[str, TrialSet] | None = None,
 ) -> dict[tuple[str, str], Any]:
     """Submit one ``score`` task per probe under the suite's one pre-flight verdict; without a verdict
     every probe is noted (Invalid).
@@ -498,7 +539,12 @@ def _submit_scores(
         if verdict is None:
             probe_problems[key] = "pre-flight produced no verdict" + (f" ({row.outcome})" if row else "")
             continue
-        trials = load_trials(suite.directory / "trials" / probe["probeId"])
+        if live is not None:
+            if probe["probeId"] not in live:
+                continue  # a trial faulted: its problem is noted, the probe is not scored
+            trials = live[probe["probeId"]]
+        else:
+            trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
         with tags(f"suite:{suite.name}"):
             submitted[key] = score_task.submit(
@@ -514,6 +560,134 @@ def _submit_scores(
                 trials.evaluator_configuration,
             )
     return submitted
+
+
+TRIAL_MODES: tuple[str, ...] = ("stored", "live")
+#: Where ``--fresh-trials`` remembers each probe's current sample (under the eval-quality home).
+SAMPLES_FILE = "trial-samples.json"
+
+
+def _samples(home: Path, keys: Sequence[str], fresh: bool) -> dict[str, int]:
+    """Each probe's trial sample: 0 until ``--fresh-trials`` moves every probe named to its next sample.
+
+    Sample ``s`` of a policy minimum ``N`` uses trial indices ``s*N+1 .. s*N+N``, so a fresh sample runs
+    new trials while the old ones stay answered in the cache (a later night on sample ``s`` reuses them).
+    """
+    import json
+
+    path = home / SAMPLES_FILE
+    try:
+        recorded = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        recorded = {}  # a torn file forgets the samples; the cache still holds every answered trial
+    samples = {key: int(recorded.get(key, 0)) + (1 if fresh else 0) for key in keys}
+    if fresh:
+        write_atomically(path, json.dumps({**recorded, **samples}, indent=2, sort_keys=True).encode("utf-8"))
+    return samples
+
+
+@dataclass(frozen=True)
+class _LiveSuite:
+    """A suite's submitted trials (per probe: ``[(trial index, future)]``) and what sealing them needs."""
+
+    futures: Mapping[str, list[tuple[int, Any]]]
+    command: Any
+    contract: Mapping[str, Any]
+    brief_digest: str
+
+
+def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
+    """Submit ``run-trial`` for every probe of the suite and each trial index of its current sample."""
+    import tomllib
+
+    from evalquality_core.suite import staging
+    from evalquality_core.suite.evaluator_protocol import evaluator_command_of
+
+    settings_path = suite.directory / SUITE_SETTINGS_FILE
+    settings = tomllib.loads(settings_path.read_text(encoding="utf-8")) if settings_path.is_file() else {}
+    command = evaluator_command_of(settings, str(settings_path))
+    contract = dict(suite.contract)
+    brief = to_wire(prepared.brief)
+    brief_digest = digest_artifact(brief)
+    contract_digest = digest_artifact(contract)
+    choices = suite.directory / "evaluator.json"
+    choices_digest = digest_bytes(choices.read_bytes()) if choices.is_file() else digest_bytes(b"")
+    minimum = int(to_wire(prepared.policy)["minimumTrialCount"])
+    samples = _samples(home, [f"{suite.name}/{p['probeId']}" for p in suite.probes], fresh)
+    submitted: dict[str, list[tuple[int, Any]]] = {}
+    for probe in suite.probes:
+        pid = probe["probeId"]
+        mutation = staging.mutation_for_probe(suite.directory, pid)
+        staged = suite.staged_digests[None if mutation is None else mutation.mutation_id]
+        first = samples[f"{suite.name}/{pid}"] * minimum + 1
+        futures = []
+        for index in range(first, first + minimum):
+            key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
+                            choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
+            job = TrialJob(str(suite.directory), contract, brief, command, key)
+            futures.append((index, run_trial.submit(suite.name, pid, index, key, quote(job))))
+        submitted[pid] = futures
+    return _LiveSuite(submitted, command, contract, brief_digest)
+
+
+def _collect_trials(
+    suite: Suite,
+    live: _LiveSuite,
+    out: Path,
+    probe_problems: dict[tuple[str, str], str],
+) -> tuple[dict[str, TrialSet], list[tuple[TrialAnswer, bool]], int]:
+    """Wait for each probe's trials, seal them (``seal-record``), write them under ``<out>/<suite>/trials/``.
+
+    A faulted trial (its reason in the probe's basis) leaves the probe unscored (Invalid) this night.
+    Returns the trial sets, each answer with whether it came from the cache, and the fault count.
+    """
+    from evalquality_core.canonical import serialize_artifact
+    from evalquality_core.suite.evaluator_protocol import TrialFault
+
+    command, contract, brief_digest = live.command, live.contract, live.brief_digest
+    sets: dict[str, TrialSet] = {}
+    spent: list[tuple[TrialAnswer, bool]] = []
+    faults = 0
+    seals: dict[str, list[tuple[str, Any]]] = {}
+    for probe in suite.probes:
+        pid = probe["probeId"]
+        answers: list[tuple[int, TrialAnswer]] = []
+        problem = None
+        for index, future in live.futures.get(pid, []):
+            try:
+                answer = future.result()
+            except TrialFault as fault:
+                faults += 1
+                problem = problem or f"trial {index} fault: {fault.reason}: {fault.detail}"
+                continue
+            spent.append((answer, future.state.name == "Cached"))
+            answers.append((index, answer))
+        if problem is not None:
+            probe_problems[(suite.name, pid)] = problem
+            continue
+        seals[pid] = [
+            (folder, seal_record.submit(suite.name, pid, index, quote(answer), quote(contract), brief_digest, command, folder))
+            for index, answer in answers
+            for folder in [f"trials/{pid}/trial-{index}"]
+        ]
+    for pid, submitted in seals.items():
+        sealed: list[SealedTrial] = []
+        for folder, future in submitted:
+            trial = future.result()
+            target = out / suite.name / folder
+            target.mkdir(parents=True, exist_ok=True)
+            write_atomically(target / "actions.jsonl", trial.actions)
+            write_atomically(target / "isolation-manifest.json", serialize_artifact(trial.isolation_manifest))
+            write_artifact(target / "evaluator-configuration.json", trial.evaluator_configuration)
+            write_artifact(target / "sealed-run-record.json", trial.record)
+            sealed.append(trial)
+        if sealed:
+            sets[pid] = TrialSet(
+                tuple(read_artifact(SealedRunRecord, dict(t.record), "SealedRunRecord") for t in sealed),
+                read_artifact(IsolationManifest, dict(sealed[0].isolation_manifest), "IsolationManifest"),
+                read_artifact(EvaluatorConfiguration, dict(sealed[0].evaluator_configuration), "EvaluatorConfiguration"),
+            )
+    return sets, spent, faults
 
 
 def _collect_scores(
@@ -690,6 +864,8 @@ def run_contract_strength(
     baseline: str | None = None,
     mode: str = "default",
     update_baseline_file: bool = False,
+    trials: str = "stored",
+    fresh_trials: bool = False,
 ) -> StrengthRun:
     """Run the flow on ``task_runner`` (default: a thread pool of the settings' concurrency)."""
     settings = settings or load_settings()
@@ -703,6 +879,8 @@ def run_contract_strength(
             mode=mode,
             update_baseline_file=update_baseline_file,
             return_state=True,
+            trials=trials,
+            fresh_trials=fresh_trials,
         )
         value = state.result(raise_on_failure=False)
         if isinstance(value, GateMoved):
@@ -750,6 +928,12 @@ def _parser() -> argparse.ArgumentParser:
     modes.add_argument("--force", action="store_true", help="ignore the leg cache: run each distinct request once")
     modes.add_argument("--from-cache", action="store_true", help="answer legs only from the cache; a miss is a fault")
     parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from this run")
+    parser.add_argument(
+        "--trials", choices=TRIAL_MODES, default="stored",
+        help="stored: score the replays in corpus/suites/*/trials (CI's deterministic twin); live: run every "
+        "trial now through the suite's evaluator command (the nightly deployment's default)",
+    )
+    parser.add_argument("--fresh-trials", action="store_true", help="live: sample new trial indices (old answers stay cached)")
     return parser
 
 
@@ -822,6 +1006,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             baseline=args.baseline,
             mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
             update_baseline_file=args.update_baseline,
+            trials=args.trials,
+            fresh_trials=args.fresh_trials,
         )
     print_strength(run)
     return run.exit_code

@@ -58,8 +58,9 @@ MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "des
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
-#: flow) and ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py).
-SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from"})
+#: flow), ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py)
+#: and ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "evaluator"})
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and

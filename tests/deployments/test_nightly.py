@@ -21,7 +21,7 @@ def test_deployment_schedules_the_flow_nightly_at_two_with_an_explicit_timezone(
     assert schedule.schedule.timezone == "UTC"
     assert schedule.active is True
     # A moved night ends Failed in the UI rather than silently Completed.
-    assert deployment.parameters == {"fail_on_movement": True}
+    assert deployment.parameters == {"fail_on_movement": True, "trials": "live"}
 
 
 def test_entry_point_resolves_to_the_contract_strength_flow():
