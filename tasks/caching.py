@@ -22,6 +22,7 @@ lookup miss, so the stage runs again and overwrites it; one warning line names t
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 import os
 import stat
@@ -349,4 +350,15 @@ def verified_stage(task: TaskT) -> TaskT:
     Prefect refuses an unsaved storage block as a decorator argument, so it is set on the task."""
     task.result_storage = VerifiedResultStorage(basepath=str(results_dir()))  # type: ignore[attr-defined]
     task.result_serializer = VerifiedJsonSerializer()  # type: ignore[attr-defined]
+    # ``with_options`` (task-run names) builds a new Task from these fields and would refuse the unsaved
+    # block: hand it the plain path, then verify the copy the same way.
+    task.with_options = functools.partial(_verified_with_options, task)  # type: ignore[attr-defined]
     return task
+
+
+def _verified_with_options(task: Any, **options: Any) -> Any:
+    """``Task.with_options`` for a verified stage: the copy stores its results verified too."""
+    from prefect import Task
+
+    options.setdefault("result_storage", str(results_dir()))
+    return verified_stage(Task.with_options(task, **options))
