@@ -84,9 +84,13 @@ def score_task(
     evaluator_configuration: Any | None,
 ) -> ProbeScore:
     """Ingest every trial record, score the trial set, emit the evidence (scoring.md §7–§9) → ``ProbeScore``."""
+    from prefect.utilities.annotations import BaseAnnotation
+
     from evalquality_core.evaluate.pointers import as_wire
     from evalquality_core.pipeline import run_score
 
+    if isinstance(contract, BaseAnnotation):  # quote() reaches a Dask worker still wrapped
+        contract = contract.unwrap()
     run = run_score(
         contract,
         probe,

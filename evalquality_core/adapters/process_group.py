@@ -172,7 +172,9 @@ class LegProcess:
         finally:
             child_end.close()
         try:
-            host_end.sendall(json.dumps({"argv": list(argv), "cwd": cwd, "env": dict(env), "pidfd": USE_PIDFD}).encode() + b"\n")
+            # The watchdog runs in "/": a relative cwd means relative to this process's directory.
+            request = {"argv": list(argv), "cwd": os.path.abspath(cwd), "env": dict(env), "pidfd": USE_PIDFD}
+            host_end.sendall(json.dumps(request).encode() + b"\n")
             answer, rest = cls._first_answer(host_end)
         except BaseException:
             host_end.close()
