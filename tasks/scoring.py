@@ -91,6 +91,8 @@ def score_task(
 
     if isinstance(contract, BaseAnnotation):  # quote() reaches a Dask worker still wrapped
         contract = contract.unwrap()
+    elif isinstance(contract, tuple) and len(contract) == 1:  # ...or as the bare 1-tuple it subclasses
+        contract = contract[0]
     run = run_score(
         contract,
         probe,
