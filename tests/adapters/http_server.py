@@ -5,7 +5,7 @@
 
 ``/ok`` 200 JSON · ``/fault`` 500 JSON · ``/text`` 200 text/plain · ``/json-as-text`` JSON under
 text/plain · ``/empty`` 204 · ``/cookies`` two Set-Cookie and two X-Multi headers · ``/echo`` the
-request (method, path, query, headers, body as latin-1 text, body length) as JSON ·
+request (method, path, query, headers, body as latin-1 text, body length, the client's port) as JSON ·
 ``/redirect-to?url=U&status=S`` a redirect to U · ``/redirect-chain/N`` redirects to N+1 forever ·
 ``/oversize?n=B`` B bytes · ``/slow?ms=T`` answers after T ms · ``/hang`` never answers (until close)
 · ``/status?code=C`` answers with status C (600 included) · ``/trickle`` one byte every 50 ms.
@@ -67,6 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "headers": [[k.lower(), v] for k, v in self.headers.items()],
                 "body": body.decode("latin-1"),
                 "bodyLength": len(body),
+                "peerPort": self.client_address[1],  # tells connections apart
             }
             self._send(200, json.dumps(echoed).encode())
         elif path == "/redirect-to":
