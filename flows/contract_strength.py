@@ -937,41 +937,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def strength_tables(run: StrengthRun, width: int) -> list[Any]:
-    """One rich table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
+def strength_tables(run: StrengthRun) -> list[Any]:
+    """One console table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
 
-    Every row is one line of ``width`` columns: the pre-flight outcome, the first basis line and the
-    qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    Probe, class, legs, verdict and exit are whole on each row's one line at any width; a pre-flight
+    outcome, basis (each distinct line once) or qualification too long for the width left is written
+    whole under its row (:class:`flows.watch.ReadableTable`); the report and the JSON carry them too.
     """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
-    from flows.watch import one_line_table
+    from flows.watch import ReadableTable
 
     tables = []
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
         rows = contract_table_rows(document)
-        for row in rows:
-            basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
-            row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
         headers = list(rows[0]) if rows else []
-        tables.append(one_line_table(
+        tables.append(ReadableTable(
             f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
-            width, flexible=("pre-flight", "basis", "qualification"),
+            long=("pre-flight", "basis", "qualification"), right=("legs", "exit"),
         ))
     return tables
 
 
 def _log_tables(log: RunLog, run: StrengthRun) -> None:
     """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
-    from io import StringIO
+    from flows.watch import as_log_text
 
-    from flows.watch import PIPED_WIDTH
-    from flows.watch import console as make_console
-
-    for table in strength_tables(run, PIPED_WIDTH):
-        buffer = StringIO()
-        make_console(buffer).print(table)
-        log.to_logger(buffer.getvalue().rstrip())
+    for table in strength_tables(run):
+        log.to_logger(as_log_text(table))
 
 
 def print_strength(run: StrengthRun) -> None:
@@ -980,7 +973,7 @@ def print_strength(run: StrengthRun) -> None:
 
     console = make_console()
     print_report(run.preflight, console)
-    for table in strength_tables(run, console.width):
+    for table in strength_tables(run):
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)

@@ -64,7 +64,7 @@ from flows.watch import (
     GateMoved,
     LegProgress,
     RunLog,
-    console,
+    as_log_text,
     flow_run_url,
     preflight_run_name,
     tag_flow_run,
@@ -225,11 +225,7 @@ def gate_message(result: GateResult) -> str:
 
 def _log_report(log: RunLog, run: PreflightRun) -> None:
     """The table and the cost line to the run logger (the console prints them itself, in ``main``)."""
-    from io import StringIO
-
-    buffer = StringIO()
-    console(buffer).print(render_table(run.probes, run.failures))
-    log.to_logger(buffer.getvalue().rstrip())
+    log.to_logger(as_log_text(render_table(run.probes, run.failures)))
     log.to_logger(summary_line(run))
     for line in run.gate_lines:
         log.to_logger(line, 30 if run.gate_exit else 20)

@@ -53,8 +53,10 @@ class EvaluatorError(SuiteError):
     """The reference evaluator could not run a trial faithfully; the message names the suite, step or file."""
 
 
-#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only).
+#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only)
+#: and ``generated`` (the marker and provenance of a machine-made mutant, evalquality_core/mutants).
 MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
+MUTATION_OPTIONAL_KEYS: frozenset[str] = frozenset({"naiveCheck", "generated"})
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
@@ -208,12 +210,14 @@ def load_mutations(suite: str | Path) -> dict[str, Mutation]:
     mutations: dict[str, Mutation] = {}
     for path in sorted((suite_dir(suite) / "mutations").glob("*.json")):
         data = read_suite_json(path)
-        check_keys(path, data, MUTATION_KEYS, frozenset({"naiveCheck"}))
+        check_keys(path, data, MUTATION_KEYS, MUTATION_OPTIONAL_KEYS)
         texts = sorted(key for key in MUTATION_KEYS if not isinstance(data[key], str))
         if texts:
             raise StagingError(f"{path}: {', '.join(texts)} must be string(s)")
         if data.get("naiveCheck") is not None and not isinstance(data["naiveCheck"], dict):
             raise StagingError(f"{path}: naiveCheck must be an Expression object or null")
+        if "generated" in data and not isinstance(data["generated"], dict):
+            raise StagingError(f"{path}: generated must be an object (the generator's marker)")
         mutation = Mutation(
             mutation_id=path.stem,
             probe_id=data["probeId"],
