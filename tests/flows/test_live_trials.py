@@ -132,6 +132,7 @@ def test_a_live_night_runs_every_trial_a_second_runs_none_and_fresh_trials_run_n
                                                     by_alias=True)
             assert record.trial_index == index
             assert {f.probe_id for f in record.findings} <= {pid}
+            assert record.schema_version == SealedRunRecord.WRITTEN_SCHEMA_VERSION == 8  # issue 11: the flow writes record 8
     assert first.documents["notes"].probes["P-001"].strength.defect.caught == 1
 
     second = night(corpus, out)
