@@ -1,7 +1,7 @@
 """A real loopback HTTP server for the HTTP adapter's tests and its conformance subject.
 
-``LoopbackServer()`` binds 127.0.0.1 on an ephemeral port and serves on a thread until ``close()``
-(also a context manager). Routes:
+``LoopbackServer(tls=None)`` binds 127.0.0.1 on an ephemeral port and serves on a thread until
+``close()`` (also a context manager); given a server-side ``ssl.SSLContext`` it serves https. Routes:
 
 ``/ok`` 200 JSON · ``/fault`` 500 JSON · ``/text`` 200 text/plain · ``/json-as-text`` JSON under
 text/plain · ``/empty`` 204 · ``/cookies`` two Set-Cookie and two X-Multi headers · ``/echo`` the
@@ -14,6 +14,7 @@ request (method, path, query, headers, body as latin-1 text, body length, the cl
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -112,8 +113,10 @@ class _Server(ThreadingHTTPServer):
 class LoopbackServer:
     """A running server on 127.0.0.1:<ephemeral>; ``hits`` lists (method, path, headers) received."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
+        if tls is not None:  # https: the handshake runs in the handler's thread, on its first read
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
         self._server.hits = []
         self._server.stop = threading.Event()
         self.port = self._server.server_address[1]

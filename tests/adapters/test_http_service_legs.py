@@ -2,10 +2,12 @@
 itself is SIGKILLed; the next run reclaims the dead run's workspace and succeeds. Each attack is a real
 hostile service (``tests/fixtures/services/hostile_service.py``) that records the pid of every process it
 starts, so the tests check those pids, not a guess (a ``setsid()`` daemon that left the workspace is
-invisible to a look at working directories)."""
+invisible to a look at working directories). A contract with a ``fixtureReset`` runs its control block
+with a fresh server per leg too."""
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -18,8 +20,11 @@ import pytest
 
 from evalquality_core.adapters.http_service import ServiceAdapter
 from evalquality_core.adapters.process_group import live_process_groups
+from evalquality_core.artifacts.base import to_wire
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.pipeline import run_preflight
 from evalquality_core.probe.targets import parse_targets
+from flows.suites import load_suite
 from tasks.workspace import leg_workspace, reclaim_workspaces
 from tests.adapters.http_notes import api_request, service_adapter, stage
 from tests.adapters.test_command_line import is_dead
@@ -182,3 +187,47 @@ def test_a_run_sigkilled_while_its_service_is_up_leaves_nothing_and_the_next_run
             api_request("GET", "/notes/{id}", path={"id": "n-1"}, operation="get-note"), workdir=staged)
     assert observation.status == 200 and observation.body.value["note"]["id"] == "n-1"
     assert list(root.iterdir()) == []
+
+
+def test_a_contract_with_a_fixture_reset_runs_its_control_block_each_leg_on_a_fresh_server(tmp_path: Path) -> None:
+    """preflight-adapter.md §1.5: with a ``fixtureReset`` the control block is observe, mutate, reset,
+    observe. Each of those legs, like every leg, gets its own staged workspace and its own server."""
+    suite = load_suite(PROJECT_ROOT / "corpus" / "suites" / "notes-api")
+    assert suite.targets is not None
+    contract = copy.deepcopy(dict(suite.contract))
+    contract["fixtureReset"] = {
+        "legId": "reset-notes", "interfaceId": "notes-api", "operationId": "patch-note",
+        "inputs": {"path": {"id": "n-1"}, "query": {}, "header": {}, "body": {"kind": "json", "value": {"title": "Groceries"}}},
+    }
+    control = next(probe for probe in suite.probes if probe["probeId"] == "P-005")
+    served: list[tuple[str, Path, int]] = []
+
+    class StagingPort:
+        def probe(self, request: object) -> object:
+            with leg_workspace(tmp_path / "workspaces") as ws:
+                suite.stager(control, request.probe_id)(ws)  # type: ignore[attr-defined]
+                observation = ServiceAdapter(suite.targets, {"python": sys.executable}).probe(request, workdir=ws)
+                served.append((request.probe_id, ws, len(_processes_working_in(ws))))  # type: ignore[attr-defined]
+                return observation
+
+    verdict = to_wire(run_preflight(contract, [control], "preflight-notes-api-reset", StagingPort()))
+    legs = [leg for leg, _, _ in served]
+    assert legs[-4:] == ["preflight-control-observe", "preflight-control-mutate", "reset-notes", "preflight-control-observe-2"]
+    assert len({ws for _, ws, _ in served}) == len(served)  # one workspace, hence one server, per leg
+    assert all(left == 0 for _, _, left in served)  # each server was gone when its call returned
+    outcomes = {check["kind"]: check["outcome"] for check in verdict["checks"] if check.get("operationId") is None}
+    assert outcomes == {"state-reset": "satisfied", "clean-control": "satisfied"} and verdict["passed"] is True
+    assert list((tmp_path / "workspaces").iterdir()) == []
+
+
+def _processes_working_in(workspace: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cwd = Path(os.readlink(entry / "cwd"))
+            except OSError:
+                continue
+            if cwd == workspace or workspace in cwd.parents:
+                found.append(int(entry.name))
+    return found
