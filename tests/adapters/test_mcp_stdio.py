@@ -3,6 +3,7 @@ the caps, and the trust boundary (denials start nothing, nothing outlives a sess
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -201,3 +202,20 @@ def test_kill_all_live_groups_reaches_a_session(tmp_path: Path) -> None:
     outcome = results[0]
     assert getattr(outcome, "exit_code", None) == -9 or getattr(outcome, "code", None) == "port-failure"
     assert live_process_groups() == frozenset()
+
+
+def test_the_server_path_keeps_absolute_entries_only(tmp_path: Path) -> None:
+    """The launch path every leg takes: a relative PATH entry would let the workspace answer a bare name."""
+    python_dir = os.path.dirname(sys.executable)
+    adapter = adapter_for(authorization(), workdir=tmp_path, search_path=f".:bin::{python_dir}")
+    seen = adapter.probe(request("environment", {"name": "PATH"}))
+    assert wire(seen)["result"]["value"]["value"] == python_dir
+
+
+def test_e2big_from_a_mechanism_is_launch_too_large(tmp_path: Path) -> None:
+    def too_large(spec: Any, abort: Any) -> Any:
+        raise OSError(errno.E2BIG, "Argument list too long", spec.argv[0])
+
+    fault = fault_of(lambda: adapter_for(authorization(), workdir=tmp_path, mechanism=too_large).probe(request("echo", {"value": "x"})))
+    assert (fault.code, fault.port_failure_reason) == ("port-failure", "launch-too-large")
+    assert fault.detail.startswith(f'could not start tool server "{sys.executable}"')
