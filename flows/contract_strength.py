@@ -107,7 +107,7 @@ from flows.strength_report import (
     write_html_report,
 )
 from flows.suites import Suite, load_suites
-from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
+from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 from tasks.trials import SealedTrial, TrialAnswer, TrialJob, run_trial, seal_record, trial_key, trial_spend
@@ -350,9 +350,7 @@ def contract_strength(
     settings = load_settings()
     started = time.perf_counter()
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)

@@ -64,8 +64,8 @@ from flows.watch import (
     GateMoved,
     LegProgress,
     RunLog,
+    announce_flow_run,
     as_log_text,
-    flow_run_url,
     preflight_run_name,
     tag_flow_run,
 )
@@ -170,9 +170,7 @@ def preflight(
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     reclaim_workspaces(Path(workspaces_dir))
     loaded, problems = load_suites(Path(suites_dir), suites)
     tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in loaded)])
