@@ -505,6 +505,8 @@ class _PreparedSuite:
     policy: Any
     corpus_digest: str
     floors: Mapping[str, float]
+    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
+    contract_wire: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
@@ -515,7 +517,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
         # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
         # field named ``keys`` (a reference set's) and fails. The task still receives the model.
         brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
-    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
+    return _PreparedSuite(
+        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
+    )
 
 
 def _submit_scores(
@@ -550,7 +554,7 @@ def _submit_scores(
             submitted[key] = score_task.submit(
                 suite.name,
                 probe["probeId"],
-                quote(prepared.contract),
+                prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
                 probe,
                 trials.records,
                 prepared.policy,
@@ -625,7 +629,7 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
             key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
                             choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
             job = TrialJob(str(suite.directory), contract, brief, command, key)
-            futures.append((index, run_trial.submit(suite.name, pid, index, key, quote(job))))
+            futures.append((index, run_trial.submit(suite.name, pid, index, key, job)))
         submitted[pid] = futures
     return _LiveSuite(submitted, command, contract, brief_digest)
 
@@ -666,7 +670,7 @@ def _collect_trials(
             probe_problems[(suite.name, pid)] = problem
             continue
         seals[pid] = [
-            (folder, seal_record.submit(suite.name, pid, index, quote(answer), quote(contract), brief_digest, command, folder))
+            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder))
             for index, answer in answers
             for folder in [f"trials/{pid}/trial-{index}"]
         ]
