@@ -64,8 +64,8 @@ from flows.watch import (
     GateMoved,
     LegProgress,
     RunLog,
-    console,
-    flow_run_url,
+    announce_flow_run,
+    as_log_text,
     preflight_run_name,
     tag_flow_run,
 )
@@ -171,9 +171,7 @@ def preflight(
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     reclaim_workspaces(Path(workspaces_dir))
     loaded, problems = load_suites(Path(suites_dir), suites)
     tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in loaded)])
@@ -226,11 +224,7 @@ def gate_message(result: GateResult) -> str:
 
 def _log_report(log: RunLog, run: PreflightRun) -> None:
     """The table and the cost line to the run logger (the console prints them itself, in ``main``)."""
-    from io import StringIO
-
-    buffer = StringIO()
-    console(buffer).print(render_table(run.probes, run.failures))
-    log.to_logger(buffer.getvalue().rstrip())
+    log.to_logger(as_log_text(render_table(run.probes, run.failures)))
     log.to_logger(summary_line(run))
     for line in run.gate_lines:
         log.to_logger(line, 30 if run.gate_exit else 20)

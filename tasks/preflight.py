@@ -222,7 +222,7 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         if job.request.get("kind") == "mcp":
             adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
         elif job.request.get("kind") == "api" and job.targets is not None:
-            # A fresh server from this leg's staged workspace, stopped (group-killed) when the call ends.
+            # A fresh server from this leg's staged workspace, a leg process (watchdog, lifeline) killed when the call ends.
             adapter = ServiceAdapter(job.targets, {"python": sys.executable}, workdir=workspace)
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)

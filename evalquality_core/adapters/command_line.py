@@ -2,7 +2,7 @@
 
 preflight-adapter.md §4 (policy, order of operations, argv, stdin, spawn, caps, read-back, faults).
 Every denial is decided by the pure ``probe.policy`` before any process starts. The child is spawned
-without a shell, as the leader of a new session and process group, under a per-leg watchdog
+without a shell, as the leader of a new session and process group, under a leg watchdog
 (``process_group``), with an environment of the adapter's own ``PATH`` (absolute entries only) plus
 the declared, permitted keys only. Output is read incrementally and never kept past
 ``maxOutputBytes``; a budget breach kills the whole tree.
