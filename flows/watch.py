@@ -111,7 +111,8 @@ def strength_run_name() -> str:
 
 
 def tag_flow_run(tags: Iterable[str]) -> None:
-    """Add tags to the current flow run (suite names are known only once it runs); best effort."""
+    """Add tags to the current flow run (suite names are known only once it runs) and, for a subflow,
+    give its tracking task run in the parent the subflow run's name; best effort."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
 
@@ -119,11 +120,25 @@ def tag_flow_run(tags: Iterable[str]) -> None:
     if context is None or context.flow_run is None:
         return
     wanted = sorted(set(context.flow_run.tags) | set(tags))
+    parent = context.flow_run.parent_task_run_id
     try:
         with get_client(sync_client=True) as client:
             client.update_flow_run(context.flow_run.id, tags=wanted)
-    except Exception:  # noqa: BLE001 - tags are a convenience; a refused update must not fail a run
+            if parent is not None:
+                # A subflow shows in its parent run as a task run Prefect names "<flow>-<n>"
+                # ("preflight-0"): give it the subflow run's own human name.
+                client.set_task_run_name(parent, context.flow_run.name)
+    except Exception:  # noqa: BLE001 - tags and names are a convenience; a refused update must not fail a run
         logging.getLogger(__name__).debug("could not tag the flow run", exc_info=True)
+
+
+def announce_flow_run(log: RunLog) -> None:
+    """``flow run: <its page in the UI>`` (``subflow run: …`` for a subflow) when a server is in use."""
+    from prefect.runtime import flow_run
+
+    url = flow_run_url()
+    if url:
+        log.info(f"{'subflow' if flow_run.parent_flow_run_id else 'flow'} run: {url}")
 
 
 def flow_run_url() -> str | None:
