@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalquality_core.adapters.http_service import ServiceAdapter
+from evalquality_core.adapters.http_service import ServiceAdapter, ServiceDeclaration, running_service
 from evalquality_core.adapters.process_group import live_process_groups
 from evalquality_core.artifacts.base import to_wire
 from evalquality_core.faults import RuntimeFault
@@ -256,3 +256,13 @@ def _processes_working_in(workspace: Path) -> list[int]:
             if cwd == workspace or workspace in cwd.parents:
                 found.append(int(entry.name))
     return found
+
+
+def test_a_service_command_that_cannot_start_is_a_one_line_port_failure(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    missing = ServiceDeclaration((str(tmp_path / "no-such-server"), "{port}"), "work", "port", 1000)
+    with pytest.raises(RuntimeFault) as raised, running_service(missing, ws, {}):
+        pass
+    fault = raised.value
+    assert fault.code == "port-failure" and "could not start service" in fault.detail and "no-such-server" in fault.detail
+    assert "\n" not in str(fault)
