@@ -68,6 +68,7 @@ from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.lifecycle import (
     FlowArgumentParser,
+    api_watchdog,
     check_flow_inputs,
     check_leg_cache,
     one_line_errors,
@@ -993,17 +994,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).resolve() if args.out else settings.home / "contract-strength",
         )
         check_leg_cache(prog, settings)
-        run = run_contract_strength(
-            settings,
-            task_runner=make_task_runner(args.task_runner, workers),
-            suites_dir=args.suites,
-            out_dir=args.out,
-            baseline=args.baseline,
-            mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
-            update_baseline_file=args.update_baseline,
-            trials=args.trials,
-            fresh_trials=args.fresh_trials,
-        )
+        with api_watchdog(prog):
+            run = run_contract_strength(
+                settings,
+                task_runner=make_task_runner(args.task_runner, workers),
+                suites_dir=args.suites,
+                out_dir=args.out,
+                baseline=args.baseline,
+                mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
+                update_baseline_file=args.update_baseline,
+                trials=args.trials,
+                fresh_trials=args.fresh_trials,
+            )
     print_strength(run)
     return run.exit_code
 
