@@ -13,6 +13,9 @@ with its own eval-quality home and embedded Prefect server:
   cached re-run creates task runs (compile, plan, spawn-leg, reduce), on the same thread pool: their
   **ratio** (aim <= 1.5 at the largest N);
 * **growth**: per-leg overhead at the largest N over the smallest (aim <= 1.2: linear);
+* **CPU per leg** of the cached re-run and of the no-op flow (this process's CPU time, every thread;
+  the embedded server's apart): the same comparison in CPU time, which other load on the machine
+  does not inflate as it inflates wall time;
 * **peak RSS per 1,000 legs**: the child's peak resident set minus its resident set before the first
   run, per 1,000 planned legs (the embedded server is another process and is not counted);
 * **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
@@ -60,6 +63,31 @@ def _timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
     started = time.perf_counter()
     result = function(*args, **kwargs)
     return time.perf_counter() - started, result
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's live child processes (the embedded
+    Prefect server, which records every task run), from /proc."""
+    me, total, tick = str(os.getpid()), 0.0, os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _cpu_timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, float, float, Any]:
+    """Wall seconds, this process's CPU seconds (every thread), its children's CPU seconds, the result.
+    CPU time is what the benchmark compares under load: other sessions' work does not enter it."""
+    started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu_s()
+    result = function(*args, **kwargs)
+    return time.perf_counter() - started, time.process_time() - cpu, _children_cpu_s() - children, result
 
 
 def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: int) -> dict[str, Any]:
@@ -159,16 +187,21 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
     ] + [f"{failure.suite}: {failure.message}" for failure in first.failures]
     task_runs = count + probes + legs + probes  # compile, plan, spawn-leg, reduce
     cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
+    cached_cpu, noop_cpu, cached_server, noop_server = [], [], [], []
     cached = first
     for _ in range(2):
         time.sleep(PAUSE_S)
-        elapsed, cached = _timed(run_preflight_flow, settings)
+        elapsed, cpu, server, cached = _cpu_timed(run_preflight_flow, settings)
         cached_times.append(elapsed)
         cached_bodies.append(cached.wall_seconds)
+        cached_cpu.append(cpu)
+        cached_server.append(server)
         time.sleep(PAUSE_S)
-        elapsed, body = _timed(no_op_flow.with_options(task_runner=runner), task_runs)
+        elapsed, cpu, server, body = _cpu_timed(no_op_flow.with_options(task_runner=runner), task_runs)
         noop_times.append(elapsed)
         noop_bodies.append(body)
+        noop_cpu.append(cpu)
+        noop_server.append(server)
     cached_s, noop_s = min(cached_times), min(noop_times)
     peak = _peak_rss_mib()
 
@@ -188,6 +221,11 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
         # the embedded SQLite server's 503 back-offs after a large flow (prefect.md §8), which are noise here.
         "per_leg_ms": 1000 * min(cached_bodies) / legs,
         "noop_per_leg_ms": 1000 * min(noop_bodies) / legs,
+        # CPU per planned leg, this process (flow, task threads, client) and the embedded server apart.
+        "cpu_per_leg_ms": 1000 * min(cached_cpu) / legs,
+        "noop_cpu_per_leg_ms": 1000 * min(noop_cpu) / legs,
+        "server_cpu_per_leg_ms": 1000 * min(cached_server) / legs,
+        "noop_server_cpu_per_leg_ms": 1000 * min(noop_server) / legs,
         "peak_rss_mib": peak,
         "rss_per_1000_legs_mib": 1000 * max(peak - rss_before, 0.0) / legs,
         "faults": moved[:5],
@@ -233,7 +271,23 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
         if row["spawned_cached"] or row["faults"]:
             print(f"     !! cached re-run spawned {row['spawned_cached']}; faults: {row['faults']}")
+    print(
+        f"{'N':>4} {'cpu ms/leg':>10} {'no-op cpu':>9} {'cpu ratio':>9} {'server cpu':>10} {'no-op server':>12}"
+        "   (CPU time, insensitive to other load)"
+    )
+    for row in rows:
+        cpu_ratio = row["cpu_per_leg_ms"] / row["noop_cpu_per_leg_ms"] if row["noop_cpu_per_leg_ms"] else float("nan")
+        print(
+            f"{row['suites']:>4} {row['cpu_per_leg_ms']:>10.2f} {row['noop_cpu_per_leg_ms']:>9.2f} {cpu_ratio:>9.2f} "
+            f"{row['server_cpu_per_leg_ms']:>10.2f} {row['noop_server_cpu_per_leg_ms']:>12.2f}"
+        )
     small, large = rows[0], rows[-1]
+    if len(rows) > 1 and small["cpu_per_leg_ms"]:
+        print(
+            f"CPU per leg vs no-op tasks at N={large['suites']}: ratio "
+            f"{large['cpu_per_leg_ms'] / large['noop_cpu_per_leg_ms']:.2f}; growth N={large['suites']} over "
+            f"N={small['suites']}: {large['cpu_per_leg_ms'] / small['cpu_per_leg_ms']:.2f}"
+        )
     last_ratio = large["per_leg_ms"] / large["noop_per_leg_ms"] if large["noop_per_leg_ms"] else float("nan")
     print(f"per-leg overhead vs no-op tasks at N={large['suites']}: ratio {last_ratio:.2f} (aim <= 1.5)")
     if len(rows) > 1:

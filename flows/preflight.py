@@ -74,7 +74,6 @@ from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_
 from tasks.preflight import (
     LegJob,
     abort_event,
-    leg_key,
     listen_to_legs,
     plan_preflight_task,
     reduce_preflight_task,
@@ -258,9 +257,10 @@ def _plan_all(
         for group in groups:
             probe_id = SUITE_ROW if scope == "suite" else group[0]["probeId"]
             run_id = run_id_of(suite.name, probe_id)
-            plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/{probe_id}")
+            label = f"{suite.name}/{probe_id}"
             with tags(f"suite:{suite.name}"):
-                plans.append((suite, group, probe_id, plan.submit(quote(contract), quote(list(group)), run_id)))
+                future = plan_preflight_task.submit(quote(contract), quote(list(group)), run_id, label)
+                plans.append((suite, group, probe_id, future))
     planned = []
     for suite, group, probe_id, future in plans:
         try:
@@ -291,13 +291,7 @@ def _submit_legs(
             owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(
-                    leg.request,
-                    item.suite.policy,
-                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
-                    mcp_policy=item.suite.mcp_policy,
-                    targets=item.suite.targets,
-                ),
+                key=item.suite.leg_key_of(owner, leg),
                 policy=item.suite.policy,
                 mcp_policy=item.suite.mcp_policy,
                 stage=item.suite.stager(owner, leg.leg_id),
@@ -352,9 +346,9 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     if fault is not None:
         return _Collected(answers, fault, None, tuple(costs))
     observations = [answer.observation for answer in answers]
-    reduce = reduce_preflight_task.with_options(task_run_name=f"reduce/{item.suite.name}/{item.probe_id}")
+    label = f"{item.suite.name}/{item.probe_id}"
     with tags(f"suite:{item.suite.name}"):
-        return _Collected(answers, None, reduce.submit(quote(item.plan), quote(observations)))
+        return _Collected(answers, None, reduce_preflight_task.submit(quote(item.plan), quote(observations), label))
 
 
 def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[str]) -> ProbePreflight:
