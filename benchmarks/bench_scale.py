@@ -21,7 +21,7 @@ with its own eval-quality home and embedded Prefect server:
 * **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
   through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8).
 
-Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128]``.
+Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128] [--profile DIR]``.
 Nothing is written outside temp directories; the table is printed at the end (and as JSON with
 ``--json``). Takes several minutes on 2 cores (the first run at N = 100 spawns about 1,000 legs).
 """
@@ -82,6 +82,19 @@ def _children_cpu_s() -> float:
     return total
 
 
+def _settle(limit_s: float = 120.0) -> None:
+    """Wait until the embedded server is idle: a flow of many task runs leaves it recording their events
+    for a while, and a flow timed meanwhile pays for the previous one (its figures would mix the two)."""
+    time.sleep(PAUSE_S)
+    started, last = time.monotonic(), _children_cpu_s()
+    while time.monotonic() - started < limit_s:
+        time.sleep(1.0)
+        now = _children_cpu_s()
+        if now - last < 0.02:  # under 2 % of a core over the last second
+            return
+        last = now
+
+
 def _cpu_timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, float, float, Any]:
     """Wall seconds, this process's CPU seconds (every thread), its children's CPU seconds, the result.
     CPU time is what the benchmark compares under load: other sessions' work does not enter it."""
@@ -90,8 +103,41 @@ def _cpu_timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, float, 
     return time.perf_counter() - started, time.process_time() - cpu, _children_cpu_s() - children, result
 
 
-def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: int) -> dict[str, Any]:
-    """One N, in this (child) process: see the module docstring. Returns the figures as a dict."""
+class _Profile:
+    """Profiles one call: with yappi (every thread, CPU clock) when it is installed, else cProfile (the
+    calling thread only: the flow thread, where per-leg work of the flow itself shows). Saved as pstats."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def run(self, function: Any, *args: Any) -> Any:
+        """``function(*args)``, profiled when a path was given."""
+        if not self.path:
+            return function(*args)
+        try:
+            import yappi
+        except ImportError:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            result = profiler.runcall(function, *args)
+            profiler.dump_stats(self.path)
+            return result
+        yappi.set_clock_type("cpu")
+        yappi.start(builtins=False)
+        try:
+            return function(*args)
+        finally:
+            yappi.stop()
+            yappi.get_func_stats().save(self.path, type="pstat")
+            yappi.clear_stats()
+
+
+def measure_size(
+    count: int, concurrency: int, fan_legs: int, fan_concurrency: int, profile: str | None = None
+) -> dict[str, Any]:
+    """One N, in this (child) process: see the module docstring. Returns the figures as a dict.
+    With ``profile`` (a folder), the second cached re-run is profiled into ``<folder>/cached-<N>.pstat``."""
     home = Path(tempfile.mkdtemp(prefix=f"evalquality-scale-{count}-"))
     os.environ["EVALQUALITY_HOME"] = str(home)
     os.environ.pop("PREFECT_HOME", None)
@@ -189,14 +235,17 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
     cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
     cached_cpu, noop_cpu, cached_server, noop_server = [], [], [], []
     cached = first
-    for _ in range(2):
-        time.sleep(PAUSE_S)
-        elapsed, cpu, server, cached = _cpu_timed(run_preflight_flow, settings)
+    profiler = _Profile(None)
+    for attempt in range(2):
+        if profile and attempt == 1:  # the profile's own cost never enters the figures: the best run counts
+            profiler = _Profile(str(Path(profile) / f"cached-{count}.pstat"))
+        _settle()
+        elapsed, cpu, server, cached = _cpu_timed(profiler.run, run_preflight_flow, settings)
         cached_times.append(elapsed)
         cached_bodies.append(cached.wall_seconds)
         cached_cpu.append(cpu)
         cached_server.append(server)
-        time.sleep(PAUSE_S)
+        _settle()
         elapsed, cpu, server, body = _cpu_timed(no_op_flow.with_options(task_runner=runner), task_runs)
         noop_times.append(elapsed)
         noop_bodies.append(body)
@@ -234,7 +283,7 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
         fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
         runs = []
         for attempt in range(2):
-            time.sleep(PAUSE_S)
+            _settle()
             runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
         ideal = fan_legs * SLEEP_S / fan_concurrency
         figures.update(fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal)
@@ -247,6 +296,7 @@ def _child(count: int, args: argparse.Namespace, fan_legs: int) -> dict[str, Any
     command = [
         sys.executable, __file__, "--one", str(count), "--concurrency", str(args.concurrency),
         "--fan-legs", str(fan_legs), "--fan-concurrency", str(args.fan_concurrency),
+        *(["--profile", str(Path(args.profile).resolve())] if args.profile else []),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -310,11 +360,15 @@ def main() -> int:
     parser.add_argument("--fan-legs", type=int, default=128)
     parser.add_argument("--fan-concurrency", type=int, default=32)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--profile", metavar="DIR", help="profile each size's cached re-run into DIR/cached-N.pstat "
+                        "(yappi, every thread, when installed; else cProfile of the flow thread)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(measure_size(args.one, args.concurrency, args.fan_legs, args.fan_concurrency)))
+        print(json.dumps(measure_size(args.one, args.concurrency, args.fan_legs, args.fan_concurrency, args.profile)))
         return 0
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = [_child(size, args, args.fan_legs if index == 0 else 0) for index, size in enumerate(sizes)]
     print_table(rows)
