@@ -1,103 +1,90 @@
-"""The per-leg watchdog: a tiny process between the host and one target (run as a script, stdlib only).
+"""The watchdogs: one long-lived shared watchdog per host process, and one forked leg watchdog per leg
+(a script run with ``python -I -S``, stdlib only).
 
-Started by ``process_group.LegProcess.launch`` as ``python -I lifeline.py <fd>``, where ``<fd>`` is its
-end of a socketpair to the host (the lifeline). It
+Started once, lazily, by ``process_group`` as ``python -I -S lifeline.py <fd>``, where ``<fd>`` is its
+end of a ``SOCK_SEQPACKET`` socketpair to the host (the **control** socket), in a process group of its
+own inside the host's session. Why this shape, and not one fresh interpreter per leg, is in
+``process_group``'s docstring (in short: an interpreter start costs ~25 ms, a ``fork()`` of this small
+process well under one, and that fork is done ahead of need).
 
-1. makes itself a **child subreaper** (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), so every descendant of
-   the target that is orphaned, whether or not it called ``setsid()``, is re-parented to this watchdog
-   instead of to init and can still be found;
-2. reads the launch spec (argv, cwd, env) as one JSON line from the lifeline (never from argv, so
-   nothing secret shows in ``ps``), starts the target as the leader of a new session and process group
-   on the watchdog's own stdin/stdout/stderr (the host's pipes), answers ``{"pid": n}`` or
-   ``{"spawnError": {...}}``, and then replaces its own stdio with ``/dev/null``;
-3. waits for either the target's exit or the lifeline: a ``kill`` line, or end-of-file (the host died,
-   even by SIGKILL). Either way it **kills the whole tree**: SIGKILL to the target's group, then,
-   repeatedly, to every child it has (the orphans re-parented to it, each with its group) until it has
-   none left, reaping as it goes; then it answers ``{"exit": code}`` (the target's own exit status, or
+The **shared watchdog** (``main``):
+
+1. is a Linux **child subreaper** and ignores SIGINT/SIGTERM/SIGHUP (only SIGKILL or the host end it);
+2. keeps one **spare** leg watchdog forked ahead, waiting on a socketpair of its own. Per control
+   message (the bytes ``leg`` plus, by ``SCM_RIGHTS``, the leg's socket, the write ends of its
+   stdout/stderr pipes and, when asked, the read end of its stdin pipe) it passes the descriptors on
+   to the spare (forking one first if the spare is gone), closes its own copies, so it never holds a
+   leg's lifeline or pipes, and only then forks the next spare, off that leg's path;
+3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs (the spare among
+   them); any other child is an orphan of a leg watchdog that was killed (re-parented here because
+   this process is a subreaper), and is SIGKILLed with its group, in rounds, until none is left;
+4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) accepts no
+   more legs, lets the spare go, waits until every leg watchdog has finished (each sees its own
+   lifeline close and kills its tree), still killing strays, then exits.
+
+A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of the shared watchdog:
+
+1. is a child subreaper of its own (the flag is not inherited across ``fork()``), so every orphaned
+   descendant of *this leg's* target, ``setsid()`` or not, is re-parented to it, and is attributed to
+   the right leg without guessing;
+2. waits for its leg's descriptors, then reads the launch spec (argv, cwd, env) as one JSON line from
+   the leg socket (never from argv, so nothing secret shows in ``ps``), starts the target as the leader
+   of a new session and process group on the host's pipes, with default dispositions for the signals
+   the watchdogs ignore, answers ``{"pid": n}`` or ``{"spawnError": {...}}``;
+3. waits for the target's exit or the leg socket: a ``kill`` line, or end-of-file (the host died, even
+   by SIGKILL, or closed the leg). Either way it **kills the whole tree**: SIGKILL to the target's group,
+   then, repeatedly, to every child it has (orphans re-parented to it, each with its group) until none
+   is left, reaping as it goes; then it answers ``{"exit": code}`` (the target's own exit status, or
    ``-9`` when it was killed) and exits.
 
 Without a subreaper (not Linux) only the target's group is killed; README "Trust boundary" says so.
-
-It starts once per leg, so its start-up is part of every leg's cost: it imports only modules written
-in C (``_json``, ``_signal``, ``select``, ``time``) and ``ctypes``, starts the target with
-``os.posix_spawn`` (``subprocess`` and ``socket`` alone doubled its start-up), and finds its children
-in ``/proc/<pid>/task/<pid>/children`` rather than by reading every process's ``stat``
-(benchmarks/bench_scale.py fan-out).
 """
 
+from __future__ import annotations
+
+import array
 import ctypes
-import errno
+import gc
+import json
 import os
 import select
+import signal
+import socket
+import subprocess
 import sys
 import time
-
-try:  # the C halves of json and signal: no pure-Python modules (re, enum) to load at every leg
-    import _json
-    import _signal as signal
-except ImportError:  # another interpreter: the full modules
-    import json as _json_module
-    import signal  # type: ignore[no-redef]
-
-    _json = None  # type: ignore[assignment]
 
 PR_SET_CHILD_SUBREAPER = 36
 _ROUND_S = 0.005
 _MAX_ROUNDS = 4000  # 20 s of rounds against a target that keeps forking
+_MAX_FDS = 4  # leg socket, stdout, stderr, stdin
+_IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class _Strict:
-    """The decoder settings ``_json.make_scanner`` reads (those of ``json.loads``)."""
-
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = None
+def _load_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
 
-def _loads(text: str) -> object:
-    if _json is None:
-        return _json_module.loads(text)
-    value, end = _json.make_scanner(_Strict())(text, 0)
-    if text[end:].strip():
-        raise ValueError("extra data after the launch spec")
-    return value
-
-
-def _dumps(value: object) -> str:
-    """JSON of the few shapes the watchdog sends (objects of ints, booleans, strings and null)."""
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return _json.encode_basestring_ascii(value) if _json is not None else _json_module.dumps(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_dumps(str(k))}: {_dumps(v)}" for k, v in value.items()) + "}"
-    return _dumps(str(value))
+#: Looked up once in the shared watchdog, so a forked leg watchdog only calls it.
+_PRCTL = _load_prctl()
 
 
 def _become_subreaper() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def _children(me: int) -> list[int]:
-    """Pids whose parent is ``me``: this (single-threaded) process's ``children`` list in /proc, else a
-    scan of every process's ``stat``. Either may miss a child born meanwhile; ``kill_tree`` rounds again."""
+    """Pids whose parent is ``me`` (single-threaded): ``/proc/<me>/task/<me>/children`` where the kernel
+    has it (one read), else a scan of ``/proc``; empty where there is neither."""
     try:
         with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
             return [int(pid) for pid in handle.read().split()]
-    except (OSError, ValueError):
+    except OSError:
         pass
     found = []
     try:
@@ -129,107 +116,240 @@ def _reap_all() -> bool:
             return False
 
 
+def _kill(targets: list[int]) -> None:
+    for target in targets:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(target, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def kill_tree(leader: int) -> None:
-    """SIGKILL the target's group, then every child of this watchdog with its group, until none is left."""
+    """SIGKILL the target's group, then every child of this leg watchdog with its group, until none is left."""
     me = os.getpid()
     for _ in range(_MAX_ROUNDS):
-        for target in [leader, *_children(me)]:
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(target, signal.SIGKILL)
-                except OSError:
-                    pass
+        _kill([leader, *_children(me)])
         if _reap_all():
             return
         time.sleep(_ROUND_S)
 
 
-def _send(fd: int, message: dict) -> None:
-    data = (_dumps(message) + "\n").encode()
+def _send(sock: socket.socket, message: dict) -> None:
     try:
-        while data:
-            data = data[os.write(fd, data):]
+        sock.sendall(json.dumps(message).encode() + b"\n")
     except OSError:
         pass  # the host is gone: nothing to tell
 
 
-def _read_line(fd: int) -> tuple[bytes, bytes]:
-    """The first line the host sends, and whatever came after it (a ``kill`` may follow at once)."""
-    data = b""
-    while b"\n" not in data:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            return b"", b""
-        if not chunk:
-            return b"", b""
-        data += chunk
-    line, rest = data.split(b"\n", 1)
-    return line, rest
-
-
-def _spawn(spec: dict) -> int:
-    """Start the target as the leader of a new session on fds 0-2, default SIGPIPE/SIGXFSZ dispositions
-    (as ``subprocess``' ``restore_signals``), looking ``argv[0]`` up on the *target's* PATH when it names
-    no directory (as ``subprocess`` with ``env=``). ``OSError`` (with ``filename``) when it cannot start."""
-    argv, env, cwd = list(spec["argv"]), dict(spec["env"]), spec["cwd"]
-    if not argv or not all(isinstance(part, str) for part in argv):
-        raise ValueError("argv must be a non-empty list of strings")
-    try:
-        os.chdir(cwd)  # the target inherits it (this watchdog needs no working directory of its own)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, cwd) from None
-    program = argv[0]
-    candidates = [program] if os.sep in program else [os.path.join(d, program) for d in os.get_exec_path(env)]
-    defaults = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name))
-    first_error: OSError | None = None
-    last_error = OSError(errno.ENOENT, os.strerror(errno.ENOENT))
-    for path in candidates:
-        try:
-            return os.posix_spawn(path, argv, env, setsid=True, setsigdef=defaults)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ENOTDIR) and first_error is None:
-                first_error = exc
-            last_error = exc
-    error = first_error or last_error
-    raise OSError(error.errno, error.strerror, program)
+# --- the shared watchdog ----------------------------------------------------------------------------
 
 
 def main() -> int:
-    """Run one leg's watchdog (module docstring)."""
-    fd = int(sys.argv[1])
-    os.set_inheritable(fd, False)  # the lifeline never reaches the target
-    subreaper = _become_subreaper()
-    line, pending = _read_line(fd)
-    if not line:
-        return 0
-    try:
-        spec = _loads(line.decode("utf-8"))
-        pid = _spawn(spec)  # type: ignore[arg-type]
-    except OSError as exc:
-        _send(fd, {"spawnError": {"errno": exc.errno, "strerror": exc.strerror, "filename": exc.filename}})
-        return 0
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
-        _send(fd, {"spawnError": {"errno": None, "strerror": str(exc), "filename": None}})
-        return 0
-    # Ignored only now: an ignored disposition would be inherited by the target across exec.
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
-        signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the watchdog
-    _send(fd, {"pid": pid, "subreaper": subreaper})
-    null = os.open(os.devnull, os.O_RDWR)
-    for target_fd in (0, 1, 2):
-        os.dup2(null, target_fd)
-    os.close(null)
-    if b"kill" in pending:  # asked to kill before the target even started
-        kill_tree(pid)
-        exit_code = -signal.SIGKILL
-    else:
-        exit_code = _watch(fd, pid, use_pidfd=spec.get("pidfd", True))  # type: ignore[union-attr]
-    _send(fd, {"exit": exit_code})
+    """Run the shared watchdog (module docstring) until the host is gone and every leg has ended."""
+    control = socket.socket(fileno=int(sys.argv[1]))
+    _become_subreaper()
+    for signum in _IGNORED:
+        signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the control socket end the watchdog
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD writes to the wakeup fd
+    # Nothing here makes reference cycles worth collecting; frozen, the objects stay unwritten in
+    # forked children (fewer copy-on-write faults per leg).
+    gc.disable()
+    gc.freeze()
+    shared = [control.fileno(), wake_read, wake_write]
+    legs: set[int] = set()  # every legitimate child: leg watchdogs, the spare among them
+    spare = _fork_spare(shared, legs)
+    poller = select.poll()
+    poller.register(control.fileno(), select.POLLIN)
+    poller.register(wake_read, select.POLLIN)
+    accepting = True
+    while accepting or legs:
+        try:
+            events = poller.poll(None if accepting else 1000)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries poll
+            events = []
+        for fd, _mask in events:
+            if fd == wake_read:
+                try:
+                    while os.read(wake_read, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+            elif accepting:
+                fds, more = _receive(control)
+                if not more:
+                    poller.unregister(control.fileno())
+                    control.close()
+                    accepting = False
+                    if spare is not None:
+                        spare[1].close()  # the spare reads end-of-file and exits
+                        spare = None
+                elif fds:
+                    _hand_to_spare(fds, spare, shared, legs)
+                    # The next leg's watchdog is forked now, off this leg's path (and after its fds are closed here).
+                    spare = _fork_spare(shared, legs)
+        _reap_and_clear_strays(legs)
     return 0
 
 
-def _watch(fd: int, pid: int, use_pidfd: bool = True) -> int:
+def _hand_to_spare(fds: list[int], spare: tuple[int, socket.socket] | None, shared: list[int],
+                   legs: set[int]) -> None:
+    """Give one leg's descriptors to the spare leg watchdog (a new one if the spare is gone), then
+    close them here, so this process never holds a leg's lifeline or pipes. When no leg watchdog can
+    be had, closing them is the answer: the host reads end-of-file and reports the target unstarted.
+    The spare's socket is closed either way (a spare serves one leg)."""
+    try:
+        for _ in range(2):
+            if spare is None:
+                spare = _fork_spare(shared, legs)
+                if spare is None:
+                    return
+            _pid, handoff = spare
+            try:
+                handoff.sendmsg([b"leg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+                return
+            except OSError:  # the spare was killed: fork another
+                spare = None
+            finally:
+                handoff.close()
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _fork_spare(shared: list[int], legs: set[int]) -> tuple[int, socket.socket] | None:
+    """Fork a leg watchdog that waits for its leg's descriptors on a socketpair of its own; its pid and
+    our end of that socketpair (None when ``fork()`` fails)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        return None
+    if pid == 0:  # the spare leg watchdog
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            ours.close()
+            for fd in shared:
+                os.close(fd)
+            code = _spare(theirs)
+        finally:
+            os._exit(code)
+    theirs.close()
+    legs.add(pid)
+    return pid, ours
+
+
+def _receive(control: socket.socket) -> tuple[list[int], bool]:
+    """One leg's descriptors from the control socket; ``more`` is False at end-of-file."""
+    try:
+        data, ancillary, _flags, _ = control.recvmsg(
+            64, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC
+        )
+    except (BlockingIOError, InterruptedError):
+        return [], True
+    except OSError:
+        return [], False
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            received = array.array("i")
+            received.frombytes(payload[: len(payload) - (len(payload) % received.itemsize)])
+            fds.extend(received)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return [], False
+    if data != b"leg" or len(fds) not in (3, 4):  # not what the host sends: drop it
+        for fd in fds:
+            os.close(fd)
+        return [], True
+    return fds, True
+
+
+def _reap_and_clear_strays(legs: set[int]) -> None:
+    """Reap exited children; if any child is not a leg watchdog (an orphan of a killed one), kill it."""
+    me = os.getpid()
+    for _ in range(_MAX_ROUNDS):
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if pid == 0:
+                break
+            legs.discard(pid)
+        strays = [pid for pid in _children(me) if pid not in legs]
+        if not strays:
+            return
+        _kill(strays)
+        time.sleep(_ROUND_S)
+
+
+# --- one leg ------------------------------------------------------------------------------------------
+
+
+def _spare(handoff: socket.socket) -> int:
+    """A forked leg watchdog: get ready, wait for a leg's descriptors (end-of-file: none will come), run it."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for signum in _IGNORED:
+        signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
+    subreaper = _become_subreaper()
+    while True:
+        fds, more = _receive(handoff)
+        if not more:
+            return 0
+        if fds:
+            break
+    handoff.close()
+    return _leg(fds, subreaper)
+
+
+def _leg(fds: list[int], subreaper: bool) -> int:
+    """Run one leg's watchdog (module docstring), in a child of the shared watchdog."""
+    sock = socket.socket(fileno=fds[0])
+    stdout, stderr = fds[1], fds[2]
+    stdin = fds[3] if len(fds) == 4 else subprocess.DEVNULL
+    reader = sock.makefile("rb")
+    line = reader.readline()
+    if not line:
+        return 0
+    spec = json.loads(line)
+    try:
+        target = subprocess.Popen(
+            spec["argv"],
+            cwd=spec["cwd"],
+            env=spec["env"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            close_fds=True,
+            start_new_session=True,
+            restore_signals=True,
+        )
+    except OSError as exc:
+        _send(sock, {"spawnError": {"errno": exc.errno, "strerror": exc.strerror, "filename": exc.filename}})
+        return 0
+    except (ValueError, TypeError) as exc:
+        _send(sock, {"spawnError": {"errno": None, "strerror": str(exc), "filename": None}})
+        return 0
+    for fd in fds[1:]:
+        os.close(fd)  # the pipes are the target's alone: its exit closes them for the host
+    for signum in _IGNORED:
+        signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the leg watchdog
+    _send(sock, {"pid": target.pid, "subreaper": subreaper})
+    exit_code = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
+    _send(sock, {"exit": exit_code})
+    return 0
+
+
+def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> int:
     """Wait for the target's exit or the lifeline; kill the tree either way; the target's exit code.
     Without pidfd (kernels before 5.3, other POSIX) the exit is polled every 10 ms."""
     pidfd = None
@@ -240,19 +360,20 @@ def _watch(fd: int, pid: int, use_pidfd: bool = True) -> int:
         except OSError:
             pidfd = None
     poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLHUP)
+    poller.register(sock.fileno(), select.POLLIN | select.POLLHUP)
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
     while True:
         events = dict(poller.poll(None if pidfd is not None else 10))
-        if fd in events:
+        if sock.fileno() in events:
             try:
-                data = os.read(fd, 4096)
+                data = sock.recv(4096, socket.MSG_PEEK)
             except OSError:
                 data = b""
             if not data or b"kill" in data:  # host gone (EOF) or asked: kill now
                 kill_tree(pid)
                 return -signal.SIGKILL
+            sock.recv(len(data))
         status = _exited(pid)
         if status is not None:
             kill_tree(pid)  # leftovers: nothing outlives a leg
