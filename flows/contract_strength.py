@@ -64,10 +64,11 @@ from evalquality_core.canonical import (
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
-from evalquality_core.suite.load import suite_file_or_fallback
 from flows.lifecycle import (
     FlowArgumentParser,
+    api_watchdog,
     check_flow_inputs,
     check_leg_cache,
     one_line_errors,
@@ -107,10 +108,20 @@ from flows.strength_report import (
     write_html_report,
 )
 from flows.suites import Suite, load_suites
-from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
+from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
+from tasks.caching import stored_result
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
-from tasks.trials import SealedTrial, TrialAnswer, TrialJob, run_trial, seal_record, trial_key, trial_spend
+from tasks.trials import (
+    SealedTrial,
+    TrialAnswer,
+    TrialFaultNote,
+    TrialJob,
+    run_trial,
+    seal_record,
+    trial_key,
+    trial_spend,
+)
 
 __all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
 
@@ -159,8 +170,8 @@ class StrengthRun:
 
 
 def _read(model: type, path: Path) -> Any:
-    """A strict read of one JSON artifact; a fault names the file."""
-    return read_artifact(model, scan_json(path.read_bytes(), str(path)), str(path))
+    """A strict read of one JSON artifact under the input size cap; a fault or refusal names the file."""
+    return read_artifact(model, scan_json(read_suite_bytes(path), str(path)), str(path))
 
 
 def corpus_digest_of(directory: Path) -> str:
@@ -220,7 +231,7 @@ def floors_of(directory: Path) -> dict[str, float]:
     if not path.is_file():
         return {}
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+        settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise ValueError(f"{path}: not TOML: {problem}") from None
     return check_floors(settings.get("floors", {}), f"{path}[floors]")
@@ -311,11 +322,11 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
         for model, path in checks:
             try:
                 _read(model, path)
-            except (EvalQualityFault, OSError) as fault:
+            except (EvalQualityFault, SuiteError, OSError) as fault:
                 failures.append(f"{path}: {fault}")
         try:
             read_suite_strength(folder / CONTRACT_STRENGTH_FILE)
-        except (EvalQualityFault, OSError) as fault:
+        except (EvalQualityFault, SuiteError, OSError) as fault:
             failures.append(f"{folder / CONTRACT_STRENGTH_FILE}: {fault}")
     return failures
 
@@ -350,9 +361,7 @@ def contract_strength(
     settings = load_settings()
     started = time.perf_counter()
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
@@ -392,7 +401,7 @@ def contract_strength(
             prepared[suite.name] = _prepare_suite(suite, suites_root)
             if trials == "live":
                 live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     for suite in suites:
         if suite.name in problems:
@@ -405,10 +414,11 @@ def contract_strength(
             else:
                 sealed = None
             submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
-    task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
+    # A score answered before submission has no task run this night (the report links none).
+    task_runs = {key: str(future.task_run_id) for key, future in submitted.items() if not isinstance(future, Answered)}
     trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
 
     documents = {
@@ -505,17 +515,31 @@ class _PreparedSuite:
     policy: Any
     corpus_digest: str
     floors: Mapping[str, float]
+    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
+    contract_wire: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus."""
     floors = floors_of(suite.directory)
-    with tags(f"suite:{suite.name}"):
-        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}")(suite.contract)
-        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
-        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
-        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
-    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
+    # An answered stage is read back without a task run (``stored_result``: same key, same checks).
+    # Looked up through the very task copy that would run (its storage is where it would look).
+    compiling = compile_task.with_options(task_run_name=f"compile/{suite.name}")
+    hit, contract = stored_result(compiling, authored=suite.contract)
+    if not hit:
+        with tags(f"suite:{suite.name}"):
+            contract = compiling(suite.contract)
+    sealing = seal_task.with_options(task_run_name=f"seal/{suite.name}")
+    hit, brief = stored_result(sealing, contract=contract)
+    if not hit:
+        with tags(f"suite:{suite.name}"):
+            # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+            # field named ``keys`` (a reference set's) and fails. The task still receives the model
+            # (a direct call runs in this process: nothing is pickled).
+            brief = sealing(quote(contract))
+    return _PreparedSuite(
+        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
+    )
 
 
 def _submit_scores(
@@ -546,19 +570,22 @@ def _submit_scores(
         else:
             trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
+        inputs = {
+            "contract": prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
+            "probe": probe,
+            "records": trials.records,
+            "policy": prepared.policy,
+            "preflight_verdict": verdict,
+            "corpus_digest": prepared.corpus_digest,
+            "isolation_manifest": trials.isolation_manifest,
+            "evaluator_configuration": trials.evaluator_configuration,
+        }
+        hit, answered = stored_result(score_task, **inputs)
+        if hit:
+            submitted[key] = Answered(answered)
+            continue
         with tags(f"suite:{suite.name}"):
-            submitted[key] = score_task.submit(
-                suite.name,
-                probe["probeId"],
-                quote(prepared.contract),
-                probe,
-                trials.records,
-                prepared.policy,
-                verdict,
-                prepared.corpus_digest,
-                trials.isolation_manifest,
-                trials.evaluator_configuration,
-            )
+            submitted[key] = score_task.submit(suite.name, probe["probeId"], **inputs)
     return submitted
 
 
@@ -604,14 +631,14 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
     from evalquality_core.suite.evaluator_protocol import evaluator_command_of
 
     settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = tomllib.loads(settings_path.read_text(encoding="utf-8")) if settings_path.is_file() else {}
+    settings = tomllib.loads(read_suite_text(settings_path)) if settings_path.is_file() else {}
     command = evaluator_command_of(settings, str(settings_path))
     contract = dict(suite.contract)
     brief = to_wire(prepared.brief)
     brief_digest = digest_artifact(brief)
     contract_digest = digest_artifact(contract)
     choices = suite.directory / "evaluator.json"
-    choices_digest = digest_bytes(choices.read_bytes()) if choices.is_file() else digest_bytes(b"")
+    choices_digest = digest_bytes(read_suite_bytes(choices) if choices.is_file() else b"")
     minimum = int(to_wire(prepared.policy)["minimumTrialCount"])
     samples = _samples(home, [f"{suite.name}/{p['probeId']}" for p in suite.probes], fresh)
     submitted: dict[str, list[tuple[int, Any]]] = {}
@@ -624,8 +651,12 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
         for index in range(first, first + minimum):
             key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
                             choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
+            hit, answer = stored_result(run_trial, key=key)
+            if hit:
+                futures.append((index, Answered(answer)))
+                continue
             job = TrialJob(str(suite.directory), contract, brief, command, key)
-            futures.append((index, run_trial.submit(suite.name, pid, index, key, quote(job))))
+            futures.append((index, run_trial.submit(suite.name, pid, index, key, job)))
         submitted[pid] = futures
     return _LiveSuite(submitted, command, contract, brief_digest)
 
@@ -642,7 +673,6 @@ def _collect_trials(
     Returns the trial sets, each answer with whether it came from the cache, and the fault count.
     """
     from evalquality_core.canonical import serialize_artifact
-    from evalquality_core.suite.evaluator_protocol import TrialFault
 
     command, contract, brief_digest = live.command, live.contract, live.brief_digest
     sets: dict[str, TrialSet] = {}
@@ -653,27 +683,39 @@ def _collect_trials(
         pid = probe["probeId"]
         answers: list[tuple[int, TrialAnswer]] = []
         problem = None
+        fresh: set[int] = set()
         for index, future in live.futures.get(pid, []):
-            try:
-                answer = future.result()
-            except TrialFault as fault:
+            if isinstance(future, Answered):
+                answer, cached = future.value, True
+            else:
+                answer = future.result(raise_on_failure=False)
+                cached = future.state.name == "Cached"
+            if isinstance(answer, TrialFaultNote):
                 faults += 1
-                problem = problem or f"trial {index} fault: {fault.reason}: {fault.detail}"
+                problem = problem or f"trial {index} fault: {answer.reason}: {answer.detail}"
                 continue
-            spent.append((answer, future.state.name == "Cached"))
+            if isinstance(answer, BaseException):
+                raise answer  # not a trial fault: a bug or a crash of the task itself
+            spent.append((answer, cached))
             answers.append((index, answer))
+            if not isinstance(future, Answered):
+                fresh.add(index)
         if problem is not None:
             probe_problems[(suite.name, pid)] = problem
             continue
+        # A trial run this night is sealed by a ``seal-record`` task run; one answered from the cache is
+        # sealed here (pure and cheap, the same function), so a night with nothing changed runs no task.
         seals[pid] = [
-            (folder, seal_record.submit(suite.name, pid, index, quote(answer), quote(contract), brief_digest, command, folder))
+            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder)
+             if index in fresh else
+             Answered(seal_record.fn(suite.name, pid, index, answer, contract, brief_digest, command, folder)))
             for index, answer in answers
             for folder in [f"trials/{pid}/trial-{index}"]
         ]
     for pid, submitted in seals.items():
         sealed: list[SealedTrial] = []
         for folder, future in submitted:
-            trial = future.result()
+            trial = future.value if isinstance(future, Answered) else future.result()
             target = out / suite.name / folder
             target.mkdir(parents=True, exist_ok=True)
             write_atomically(target / "actions.jsonl", trial.actions)
@@ -690,13 +732,25 @@ def _collect_trials(
     return sets, spent, faults
 
 
+@dataclass(frozen=True)
+class Answered:
+    """A stage answered from its stored result before submission (``tasks.caching.stored_result``): no task run."""
+
+    value: Any
+
+
 def _collect_scores(
     submitted: Mapping[tuple[str, str], Any], probe_problems: dict[tuple[str, str], str]
 ) -> tuple[dict[tuple[str, str], ProbeScore], int]:
-    """Wait for every score task; return the scores and how many were answered from Prefect's cache."""
+    """Wait for every score task; return the scores and how many were answered from the cache (looked
+    up before submission, or a task run Prefect answered ``Cached``)."""
     scores: dict[tuple[str, str], ProbeScore] = {}
     cached = 0
     for key, future in submitted.items():
+        if isinstance(future, Answered):
+            scores[key] = future.value
+            cached += 1
+            continue
         try:
             scores[key] = future.result()
         except (EvalQualityFault, ValueError) as problem:
@@ -747,8 +801,10 @@ def _suite_document(
     refusal: str | None = None
     aggregate: Mapping[str, Any] | None = None
     if evidence:
-        with tags(f"suite:{suite.name}"):
-            outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
+        hit, outcome = stored_result(aggregate_strength_task, evidence=evidence, floors=dict(prepared.floors), policy=policy)
+        if not hit:
+            with tags(f"suite:{suite.name}"):
+                outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             aggregate = outcome.aggregate
@@ -937,41 +993,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def strength_tables(run: StrengthRun, width: int) -> list[Any]:
-    """One rich table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
+def strength_tables(run: StrengthRun) -> list[Any]:
+    """One console table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
 
-    Every row is one line of ``width`` columns: the pre-flight outcome, the first basis line and the
-    qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    Probe, class, legs, verdict and exit are whole on each row's one line at any width; a pre-flight
+    outcome, basis (each distinct line once) or qualification too long for the width left is written
+    whole under its row (:class:`flows.watch.ReadableTable`); the report and the JSON carry them too.
     """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
-    from flows.watch import one_line_table
+    from flows.watch import ReadableTable
 
     tables = []
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
         rows = contract_table_rows(document)
-        for row in rows:
-            basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
-            row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
         headers = list(rows[0]) if rows else []
-        tables.append(one_line_table(
+        tables.append(ReadableTable(
             f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
-            width, flexible=("pre-flight", "basis", "qualification"),
+            long=("pre-flight", "basis", "qualification"), right=("legs", "exit"),
         ))
     return tables
 
 
 def _log_tables(log: RunLog, run: StrengthRun) -> None:
     """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
-    from io import StringIO
+    from flows.watch import as_log_text
 
-    from flows.watch import PIPED_WIDTH
-    from flows.watch import console as make_console
-
-    for table in strength_tables(run, PIPED_WIDTH):
-        buffer = StringIO()
-        make_console(buffer).print(table)
-        log.to_logger(buffer.getvalue().rstrip())
+    for table in strength_tables(run):
+        log.to_logger(as_log_text(table))
 
 
 def print_strength(run: StrengthRun) -> None:
@@ -980,7 +1029,7 @@ def print_strength(run: StrengthRun) -> None:
 
     console = make_console()
     print_report(run.preflight, console)
-    for table in strength_tables(run, console.width):
+    for table in strength_tables(run):
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)
@@ -998,17 +1047,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).resolve() if args.out else settings.home / "contract-strength",
         )
         check_leg_cache(prog, settings)
-        run = run_contract_strength(
-            settings,
-            task_runner=make_task_runner(args.task_runner, workers),
-            suites_dir=args.suites,
-            out_dir=args.out,
-            baseline=args.baseline,
-            mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
-            update_baseline_file=args.update_baseline,
-            trials=args.trials,
-            fresh_trials=args.fresh_trials,
-        )
+        with api_watchdog(prog):
+            run = run_contract_strength(
+                settings,
+                task_runner=make_task_runner(args.task_runner, workers),
+                suites_dir=args.suites,
+                out_dir=args.out,
+                baseline=args.baseline,
+                mode="force" if args.force else ("from-cache" if args.from_cache else "default"),
+                update_baseline_file=args.update_baseline,
+                trials=args.trials,
+                fresh_trials=args.fresh_trials,
+            )
     print_strength(run)
     return run.exit_code
 

@@ -16,6 +16,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,7 +152,9 @@ class FlowInputError(Exception):
 def one_line_errors(prog: str) -> Iterator[None]:
     """Turn the errors a user can cause or fix into one line on stderr and a documented exit code:
     ``FlowInputError`` (its code, 64 or 69), an unusable leg cache (74), an ``OSError`` while writing
-    state or output (74: a full disk, a read-only or vanished directory). A bug still shows its trace."""
+    state or output (74: a full disk, a read-only or vanished directory), and the Prefect server named by
+    ``PREFECT_API_URL`` refusing or dropping a request after ``/health`` answered (69: a server that wants
+    credentials, one stopped mid-run). A bug still shows its trace."""
     from tasks.leg_cache import LegCacheUnusable
 
     try:
@@ -167,15 +170,131 @@ def one_line_errors(prog: str) -> Iterator[None]:
         where = f" {problem.filename}" if problem.filename else ""
         print(f"{prog}: {name}:{where}: {problem.strerror or problem}", file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
+    except Exception as problem:
+        refused = api_refusal(problem)
+        if refused is None:
+            raise
+        print(f"{prog}: {refused}", file=sys.stderr)
+        raise SystemExit(EXIT_UNAVAILABLE) from None
 
 
 #: Exit code when the Prefect API named by ``PREFECT_API_URL`` cannot be reached (EX_UNAVAILABLE).
 EXIT_UNAVAILABLE = 69
 
 
+#: The Prefect loggers that flood stderr once the server is gone (one line each few seconds, per event).
+_LOST_SERVER_NOISE = ("prefect.events.clients", "prefect._internal.concurrency", "prefect.task_runs", "prefect.flow_runs")
+
+
+@contextlib.contextmanager
+def api_watchdog(prog: str, interval_s: float = 1.0, misses: int = 3) -> Iterator[None]:
+    """While a run talks to the server at ``PREFECT_API_URL``: if that server stops accepting connections
+    (``misses`` refused ``/health`` checks in a row, ``interval_s`` apart), kill every live leg, print one
+    line naming it and the fix, and exit 69 at once.
+
+    Without this the engine waits on the vanished server for many minutes while Prefect's event and
+    log workers print a multi-line error every few seconds. Only a *refused* connection counts: a slow
+    or busy server (a timeout) is left to Prefect's own retries, so a loaded machine never ends a
+    healthy run. What the run answered is safe: each leg is in the leg cache once it completes, a
+    killed leg is not cached, and the next run reclaims the workspaces this process leaves.
+    """
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        yield
+        return
+    import httpx
+
+    stop = threading.Event()
+
+    import logging
+
+    def quiet(on: bool) -> None:
+        # While a loss is being confirmed, Prefect's workers would print an error per event and per log
+        # batch (its API log handler writes to stderr unless logging.raiseExceptions is off).
+        for name in _LOST_SERVER_NOISE:
+            logging.getLogger(name).disabled = on
+        logging.raiseExceptions = not on
+
+    def watch() -> None:
+        missed = 0
+        while not stop.wait(interval_s):
+            try:
+                httpx.get(url.rstrip("/") + "/health", timeout=max(interval_s, 5.0))
+            except httpx.ConnectError as problem:
+                missed += 1
+                reason = " ".join(str(problem).split())[:120] or "connection refused"
+            except httpx.HTTPError:
+                pass  # busy, slow or refusing a request: not gone; errors of the run say the rest
+            else:
+                if missed:
+                    quiet(False)  # it came back
+                missed = 0
+            if not missed:
+                continue
+            quiet(True)
+            if missed >= misses and not stop.is_set():
+                from evalquality_core.adapters.process_group import kill_all_live_groups
+
+                kill_all_live_groups()
+                print(
+                    f"\n{prog}: PREFECT_API_URL={url} stopped answering during the run ({reason}); the legs "
+                    "answered so far are in the leg cache: start that server again (or unset "
+                    "PREFECT_API_URL) and run again",
+                    file=sys.stderr, flush=True,
+                )
+                os._exit(EXIT_UNAVAILABLE)
+
+    thread = threading.Thread(target=watch, name="prefect-api-watchdog", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+def api_refusal(problem: BaseException) -> str | None:
+    """The one line for an error of a request to the Prefect API at ``PREFECT_API_URL`` (a refusal such
+    as 401/403/5xx, or the connection lost), found on ``problem`` or its causes; None for anything else,
+    including an HTTP error of a system under test (its URL is not the API's)."""
+    import httpx
+
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return None
+    seen: set[int] = set()
+    current: BaseException | None = problem
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.HTTPStatusError | httpx.TransportError):
+            try:
+                target = str(current.request.url)
+            except RuntimeError:  # an error raised without its request
+                target = ""
+            if target.startswith(url.rstrip("/")):
+                if isinstance(current, httpx.HTTPStatusError):
+                    response = current.response
+                    what = f"answered {response.status_code} {response.reason_phrase}"
+                else:
+                    what = f"dropped the request ({type(current).__name__}: {' '.join(str(current).split())[:120]})"
+                return (
+                    f"PREFECT_API_URL={url} {what} for {current.request.method} {current.request.url.path}; "
+                    "check that server and its credentials (PREFECT_API_KEY or PREFECT_API_AUTH_STRING), "
+                    "or unset PREFECT_API_URL to run on the embedded server"
+                )
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def check_flow_inputs(suites_dir: Path, out_dir: Path | None) -> None:
     """Refuse, before any Prefect start, inputs a run cannot use: a ``--suites`` that is not a
-    directory, an ``--out`` that exists and is not a directory (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    directory, an ``--out`` that exists and is not a directory, an ``EVALQUALITY_MAX_INPUT_BYTES`` that is
+    not a positive whole number (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    from evalquality_core.suite.load import input_cap
+
+    try:
+        input_cap()
+    except ValueError as problem:
+        raise FlowInputError(str(problem)) from None
     if not suites_dir.is_dir():
         what = "does not exist" if not suites_dir.exists() else "is not a directory"
         raise FlowInputError(f"--suites {suites_dir} {what}")
