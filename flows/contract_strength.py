@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
@@ -520,23 +520,25 @@ class _PreparedSuite:
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
-    """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus."""
+    """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus.
+
+    The strength flow's task runs carry no tags (the flow run carries ``suite:<name>``): Prefect spends a
+    concurrency-slot round trip on every tagged task run, as the pre-flight flow found too.
+    """
     floors = floors_of(suite.directory)
     # An answered stage is read back without a task run (``stored_result``: same key, same checks).
     # Looked up through the very task copy that would run (its storage is where it would look).
     compiling = compile_task.with_options(task_run_name=f"compile/{suite.name}")
     hit, contract = stored_result(compiling, authored=suite.contract)
     if not hit:
-        with tags(f"suite:{suite.name}"):
-            contract = compiling(suite.contract)
+        contract = compiling(suite.contract)
     sealing = seal_task.with_options(task_run_name=f"seal/{suite.name}")
     hit, brief = stored_result(sealing, contract=contract)
     if not hit:
-        with tags(f"suite:{suite.name}"):
-            # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
-            # field named ``keys`` (a reference set's) and fails. The task still receives the model
-            # (a direct call runs in this process: nothing is pickled).
-            brief = sealing(quote(contract))
+        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+        # field named ``keys`` (a reference set's) and fails. The task still receives the model
+        # (a direct call runs in this process: nothing is pickled).
+        brief = sealing(quote(contract))
     return _PreparedSuite(
         contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
     )
@@ -584,8 +586,7 @@ def _submit_scores(
         if hit:
             submitted[key] = Answered(answered)
             continue
-        with tags(f"suite:{suite.name}"):
-            submitted[key] = score_task.submit(suite.name, probe["probeId"], **inputs)
+        submitted[key] = score_task.submit(suite.name, probe["probeId"], **inputs)
     return submitted
 
 
@@ -803,8 +804,7 @@ def _suite_document(
     if evidence:
         hit, outcome = stored_result(aggregate_strength_task, evidence=evidence, floors=dict(prepared.floors), policy=policy)
         if not hit:
-            with tags(f"suite:{suite.name}"):
-                outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
+            outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             aggregate = outcome.aggregate
