@@ -251,6 +251,7 @@ def run_suite(
     members = system_members(suite.directory)
     work_digest = _work_digest(suite.directory)
     pending = []
+    selection = {"withCoverage": 0, "withoutCoverage": 0, "mutants": len(generation.kept), "distinctLegs": len(legs)}
     for mutant in generation.kept:
         mutation = as_mutation(mutant, suite.directory)
         staged = mutant_staged_digest(members, work_digest, mutant)
@@ -259,6 +260,8 @@ def run_suite(
         plan_reached = coverage is None or reaches(coverage.get("plan"), mutant.target, mutant.lines)
         costs.legs_with_coverage += len(reached)
         costs.legs_without_coverage += len(legs)
+        selection["withCoverage"] += len(reached) + (1 if plan_reached else 0)
+        selection["withoutCoverage"] += len(legs) + 1
         futures: dict[str, tuple[Any, LegJob]] = {}
         remembered: dict[str, RunOutcome] = {}
         for leg_id, request in reached:
@@ -309,6 +312,7 @@ def run_suite(
 
     summary, report = suite_summary(suite.name, generation, verdicts, system_sources(suite.directory),
                                     version=package_version(), config=dict(generation.settings))
+    summary["runSelection"] = selection  # legs + plan runs per mutant, with and without coverage selection
     files: dict[str, bytes] = {}
     if derive:
         summary["derivedProbes"] = _derive(suite, core, verdicts, runs_of, clean, legs, files)
