@@ -64,8 +64,8 @@ from evalquality_core.canonical import (
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
-from evalquality_core.suite.load import suite_file_or_fallback
 from flows.lifecycle import (
     FlowArgumentParser,
     check_flow_inputs,
@@ -107,7 +107,7 @@ from flows.strength_report import (
     write_html_report,
 )
 from flows.suites import Suite, load_suites
-from flows.watch import GateMoved, RunLog, flow_run_url, strength_run_name, tag_flow_run, task_run_url
+from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
 from tasks.trials import SealedTrial, TrialAnswer, TrialJob, run_trial, seal_record, trial_key, trial_spend
@@ -159,8 +159,8 @@ class StrengthRun:
 
 
 def _read(model: type, path: Path) -> Any:
-    """A strict read of one JSON artifact; a fault names the file."""
-    return read_artifact(model, scan_json(path.read_bytes(), str(path)), str(path))
+    """A strict read of one JSON artifact under the input size cap; a fault or refusal names the file."""
+    return read_artifact(model, scan_json(read_suite_bytes(path), str(path)), str(path))
 
 
 def corpus_digest_of(directory: Path) -> str:
@@ -220,7 +220,7 @@ def floors_of(directory: Path) -> dict[str, float]:
     if not path.is_file():
         return {}
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+        settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise ValueError(f"{path}: not TOML: {problem}") from None
     return check_floors(settings.get("floors", {}), f"{path}[floors]")
@@ -311,11 +311,11 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
         for model, path in checks:
             try:
                 _read(model, path)
-            except (EvalQualityFault, OSError) as fault:
+            except (EvalQualityFault, SuiteError, OSError) as fault:
                 failures.append(f"{path}: {fault}")
         try:
             read_suite_strength(folder / CONTRACT_STRENGTH_FILE)
-        except (EvalQualityFault, OSError) as fault:
+        except (EvalQualityFault, SuiteError, OSError) as fault:
             failures.append(f"{folder / CONTRACT_STRENGTH_FILE}: {fault}")
     return failures
 
@@ -350,9 +350,7 @@ def contract_strength(
     settings = load_settings()
     started = time.perf_counter()
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
@@ -398,7 +396,7 @@ def contract_strength(
             prepared[suite.name] = _prepare_suite(suite, suites_root)
             if trials == "live":
                 live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     for suite in suites:
         if suite.name in problems:
@@ -411,7 +409,7 @@ def contract_strength(
             else:
                 sealed = None
             submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
     task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
@@ -512,6 +510,8 @@ class _PreparedSuite:
     policy: Any
     corpus_digest: str
     floors: Mapping[str, float]
+    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
+    contract_wire: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
@@ -522,7 +522,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
         # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
         # field named ``keys`` (a reference set's) and fails. The task still receives the model.
         brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
-    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
+    return _PreparedSuite(
+        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
+    )
 
 
 def _submit_scores(
@@ -557,7 +559,7 @@ def _submit_scores(
             submitted[key] = score_task.submit(
                 suite.name,
                 probe["probeId"],
-                quote(prepared.contract),
+                prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
                 probe,
                 trials.records,
                 prepared.policy,
@@ -611,14 +613,14 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
     from evalquality_core.suite.evaluator_protocol import evaluator_command_of
 
     settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = tomllib.loads(settings_path.read_text(encoding="utf-8")) if settings_path.is_file() else {}
+    settings = tomllib.loads(read_suite_text(settings_path)) if settings_path.is_file() else {}
     command = evaluator_command_of(settings, str(settings_path))
     contract = dict(suite.contract)
     brief = to_wire(prepared.brief)
     brief_digest = digest_artifact(brief)
     contract_digest = digest_artifact(contract)
     choices = suite.directory / "evaluator.json"
-    choices_digest = digest_bytes(choices.read_bytes()) if choices.is_file() else digest_bytes(b"")
+    choices_digest = digest_bytes(read_suite_bytes(choices) if choices.is_file() else b"")
     minimum = int(to_wire(prepared.policy)["minimumTrialCount"])
     samples = _samples(home, [f"{suite.name}/{p['probeId']}" for p in suite.probes], fresh)
     submitted: dict[str, list[tuple[int, Any]]] = {}
@@ -632,7 +634,7 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
             key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
                             choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
             job = TrialJob(str(suite.directory), contract, brief, command, key)
-            futures.append((index, run_trial.submit(suite.name, pid, index, key, quote(job))))
+            futures.append((index, run_trial.submit(suite.name, pid, index, key, job)))
         submitted[pid] = futures
     return _LiveSuite(submitted, command, contract, brief_digest)
 
@@ -673,7 +675,7 @@ def _collect_trials(
             probe_problems[(suite.name, pid)] = problem
             continue
         seals[pid] = [
-            (folder, seal_record.submit(suite.name, pid, index, quote(answer), quote(contract), brief_digest, command, folder))
+            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder))
             for index, answer in answers
             for folder in [f"trials/{pid}/trial-{index}"]
         ]
@@ -947,41 +949,34 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def strength_tables(run: StrengthRun, width: int) -> list[Any]:
-    """One rich table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
+def strength_tables(run: StrengthRun) -> list[Any]:
+    """One console table per contract (probe, class, pre-flight, legs, verdict, exit, basis, qualification).
 
-    Every row is one line of ``width`` columns: the pre-flight outcome, the first basis line and the
-    qualification are cut with an ellipsis; the report and the JSON carry the full text.
+    Probe, class, legs, verdict and exit are whole on each row's one line at any width; a pre-flight
+    outcome, basis (each distinct line once) or qualification too long for the width left is written
+    whole under its row (:class:`flows.watch.ReadableTable`); the report and the JSON carry them too.
     """
     from flows.strength_report import contract_table_rows, format_class, vector_classes
-    from flows.watch import one_line_table
+    from flows.watch import ReadableTable
 
     tables = []
     for name, document in sorted(run.documents.items()):
         vector = ", ".join(f"{cls} {format_class(v)}" for cls, v in vector_classes(document.strength).items())
         rows = contract_table_rows(document)
-        for row in rows:
-            basis = list(dict.fromkeys(document.probes[row["probe"]].basis))  # each distinct line once
-            row["basis"] = (basis[0] if basis else "-") + (f" (+{len(basis) - 1} more)" if len(basis) > 1 else "")
         headers = list(rows[0]) if rows else []
-        tables.append(one_line_table(
+        tables.append(ReadableTable(
             f"{name} ({document.contract_id}): {vector}", headers, [list(row.values()) for row in rows],
-            width, flexible=("pre-flight", "basis", "qualification"),
+            long=("pre-flight", "basis", "qualification"), right=("legs", "exit"),
         ))
     return tables
 
 
 def _log_tables(log: RunLog, run: StrengthRun) -> None:
     """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
-    from io import StringIO
+    from flows.watch import as_log_text
 
-    from flows.watch import PIPED_WIDTH
-    from flows.watch import console as make_console
-
-    for table in strength_tables(run, PIPED_WIDTH):
-        buffer = StringIO()
-        make_console(buffer).print(table)
-        log.to_logger(buffer.getvalue().rstrip())
+    for table in strength_tables(run):
+        log.to_logger(as_log_text(table))
 
 
 def print_strength(run: StrengthRun) -> None:
@@ -990,7 +985,7 @@ def print_strength(run: StrengthRun) -> None:
 
     console = make_console()
     print_report(run.preflight, console)
-    for table in strength_tables(run, console.width):
+    for table in strength_tables(run):
         console.print(table)
     for line in run.summary_lines():
         console.print(line, highlight=False, markup=False)

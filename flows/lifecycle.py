@@ -151,7 +151,9 @@ class FlowInputError(Exception):
 def one_line_errors(prog: str) -> Iterator[None]:
     """Turn the errors a user can cause or fix into one line on stderr and a documented exit code:
     ``FlowInputError`` (its code, 64 or 69), an unusable leg cache (74), an ``OSError`` while writing
-    state or output (74: a full disk, a read-only or vanished directory). A bug still shows its trace."""
+    state or output (74: a full disk, a read-only or vanished directory), and the Prefect server named by
+    ``PREFECT_API_URL`` refusing or dropping a request after ``/health`` answered (69: a server that wants
+    credentials, one stopped mid-run). A bug still shows its trace."""
     from tasks.leg_cache import LegCacheUnusable
 
     try:
@@ -167,15 +169,61 @@ def one_line_errors(prog: str) -> Iterator[None]:
         where = f" {problem.filename}" if problem.filename else ""
         print(f"{prog}: {name}:{where}: {problem.strerror or problem}", file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
+    except Exception as problem:
+        refused = api_refusal(problem)
+        if refused is None:
+            raise
+        print(f"{prog}: {refused}", file=sys.stderr)
+        raise SystemExit(EXIT_UNAVAILABLE) from None
 
 
 #: Exit code when the Prefect API named by ``PREFECT_API_URL`` cannot be reached (EX_UNAVAILABLE).
 EXIT_UNAVAILABLE = 69
 
 
+def api_refusal(problem: BaseException) -> str | None:
+    """The one line for an error of a request to the Prefect API at ``PREFECT_API_URL`` (a refusal such
+    as 401/403/5xx, or the connection lost), found on ``problem`` or its causes; None for anything else,
+    including an HTTP error of a system under test (its URL is not the API's)."""
+    import httpx
+
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return None
+    seen: set[int] = set()
+    current: BaseException | None = problem
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.HTTPStatusError | httpx.TransportError):
+            try:
+                target = str(current.request.url)
+            except RuntimeError:  # an error raised without its request
+                target = ""
+            if target.startswith(url.rstrip("/")):
+                if isinstance(current, httpx.HTTPStatusError):
+                    response = current.response
+                    what = f"answered {response.status_code} {response.reason_phrase}"
+                else:
+                    what = f"dropped the request ({type(current).__name__}: {' '.join(str(current).split())[:120]})"
+                return (
+                    f"PREFECT_API_URL={url} {what} for {current.request.method} {current.request.url.path}; "
+                    "check that server and its credentials (PREFECT_API_KEY or PREFECT_API_AUTH_STRING), "
+                    "or unset PREFECT_API_URL to run on the embedded server"
+                )
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def check_flow_inputs(suites_dir: Path, out_dir: Path | None) -> None:
     """Refuse, before any Prefect start, inputs a run cannot use: a ``--suites`` that is not a
-    directory, an ``--out`` that exists and is not a directory (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    directory, an ``--out`` that exists and is not a directory, an ``EVALQUALITY_MAX_INPUT_BYTES`` that is
+    not a positive whole number (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    from evalquality_core.suite.load import input_cap
+
+    try:
+        input_cap()
+    except ValueError as problem:
+        raise FlowInputError(str(problem)) from None
     if not suites_dir.is_dir():
         what = "does not exist" if not suites_dir.exists() else "is not a directory"
         raise FlowInputError(f"--suites {suites_dir} {what}")

@@ -64,8 +64,8 @@ from flows.watch import (
     GateMoved,
     LegProgress,
     RunLog,
-    console,
-    flow_run_url,
+    announce_flow_run,
+    as_log_text,
     preflight_run_name,
     tag_flow_run,
 )
@@ -74,6 +74,7 @@ from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_
 from tasks.preflight import (
     LegJob,
     abort_event,
+    leg_call,
     leg_key,
     listen_to_legs,
     plan_preflight_task,
@@ -170,9 +171,7 @@ def preflight(
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
     log = RunLog()
-    url = flow_run_url()
-    if url:
-        log.info(f"flow run: {url}")
+    announce_flow_run(log)
     reclaim_workspaces(Path(workspaces_dir))
     loaded, problems = load_suites(Path(suites_dir), suites)
     tag_flow_run(["eval-quality", "preflight", *(f"suite:{suite.name}" for suite in loaded)])
@@ -225,11 +224,7 @@ def gate_message(result: GateResult) -> str:
 
 def _log_report(log: RunLog, run: PreflightRun) -> None:
     """The table and the cost line to the run logger (the console prints them itself, in ``main``)."""
-    from io import StringIO
-
-    buffer = StringIO()
-    console(buffer).print(render_table(run.probes, run.failures))
-    log.to_logger(buffer.getvalue().rstrip())
+    log.to_logger(as_log_text(render_table(run.probes, run.failures)))
     log.to_logger(summary_line(run))
     for line in run.gate_lines:
         log.to_logger(line, 30 if run.gate_exit else 20)
@@ -319,7 +314,7 @@ def _submit_legs(
     for item, leg_id, job in firsts + repeats:
         with tags(f"suite:{item.suite.name}"):
             futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(
-                item.suite.name, item.probe_id, leg_id, quote(job)
+                item.suite.name, item.probe_id, leg_id, quote(job), leg_call(job.request)
             )
     return futures
 

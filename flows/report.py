@@ -6,8 +6,8 @@ harness: "N legs run and M answered from cache, S s spent in legs" (harness.md A
 collapsed onto an identical leg of the same run counted apart from those an earlier run answered: on a
 fresh clone nothing is answered from cache, however many requests repeat.
 
-Tables stay readable in a 120-column or piped log: every cell is one line; a long outcome is cut with
-an ellipsis on the console (the full text is in ``preflight-summary.json`` and the verdict file).
+Tables stay readable in a 120-column or piped log: suite, probe and counts are whole on one line per
+row; an outcome too long for the width is written whole under its row (and is in ``preflight-summary.json``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
+
+from flows.watch import ReadableTable
 
 
 def outcome_of(verdict: Mapping[str, Any]) -> str:
@@ -126,16 +127,13 @@ def summary_line(run: PreflightRun) -> str:
 _COUNTS = ("legs planned", "spawned", "collapsed", "from cache")
 
 
-def render_table(
-    rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure] = (), width: int = 120
-) -> Table:
+def render_table(rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure] = ()) -> ReadableTable:
     """The console table: suite, probe, legs planned, spawned, collapsed, from cache, outcome.
 
-    Each row stays on one line of ``width`` columns: names and counts keep their width and a long
-    outcome is cut with an ellipsis (never folded into a column of fragments; the full text is in
-    ``preflight-summary.json``).
+    Suite, probe and the counts are always whole on the row's one line; an outcome too long for the
+    width left is written whole under its row, wrapped (never folded into a column of fragments;
+    ``preflight-summary.json`` has it too). See :class:`flows.watch.ReadableTable`.
     """
-    rows, failures = list(rows), list(failures)
     cells = [
         (row.suite, row.probe_id, "?" if row.legs_planned is None else str(row.legs_planned), str(row.spawned),
          str(row.collapsed), str(row.from_cache), Text(row.outcome, style=_style(row.outcome)))
@@ -144,19 +142,7 @@ def render_table(
         (failure.suite, "-", "?", "0", "0", "0", Text(f"could not run: {failure.message}", style="red"))
         for failure in failures
     ]
-    headers = ("suite", "probe", *_COUNTS)
-    widths = [max([len(header), *(len(str(cell[i])) for cell in cells)]) for i, header in enumerate(headers)]
-    # Each column costs its width plus 3 (padding and a rule); the table adds one closing rule.
-    room = max(12, width - sum(w + 3 for w in widths) - 4)
-    table = Table(title="Pre-flight", show_lines=False)
-    for index, header in enumerate(headers):
-        table.add_column(header, justify="right" if header in _COUNTS else "left", no_wrap=True, width=widths[index])
-    table.add_column("outcome", no_wrap=True, overflow="ellipsis", max_width=room)
-    for cell in cells:
-        outcome = cell[-1].copy()
-        outcome.truncate(room, overflow="ellipsis")
-        table.add_row(*cell[:-1], outcome)
-    return table
+    return ReadableTable("Pre-flight", ("suite", "probe", *_COUNTS, "outcome"), cells, long=("outcome",), right=_COUNTS)
 
 
 def _style(outcome: str) -> str:
@@ -195,5 +181,5 @@ def print_report(run: PreflightRun, console: Console | None = None) -> None:
     from flows.watch import console as make_console
 
     console = console or make_console()
-    console.print(render_table(run.probes, run.failures, console.width))
+    console.print(render_table(run.probes, run.failures))
     console.print(summary_line(run), highlight=False, markup=False)

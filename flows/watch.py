@@ -12,7 +12,8 @@
   bar on stderr; otherwise one line every ``EVALQUALITY_PROGRESS_SECONDS`` (default 30; ``0`` turns it
   off) while the count moves.
 * **Tables.** :func:`console` is the console tables print on: the terminal's width, or 120 columns
-  (``$COLUMNS`` if set) when piped, so a CI log keeps each row on one line.
+  (``$COLUMNS`` if set) when piped. :class:`ReadableTable` keeps each row's key cells (suite, probe,
+  counts, verdict) whole on one line at any width and writes long text whole under the row.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 #: Width of a piped (non-terminal) console: the logs CI keeps are read at about this width.
@@ -45,6 +45,15 @@ def console(file: IO[str] | None = None) -> Console:
     terminal = hasattr(stream, "isatty") and stream.isatty()
     width = None if terminal else int(os.environ.get("COLUMNS") or PIPED_WIDTH)
     return Console(file=stream, width=width, soft_wrap=False)
+
+
+def as_log_text(renderable: Any) -> str:
+    """A table as plain text for the run logger: ``PIPED_WIDTH`` columns, no colour, whatever the console."""
+    from io import StringIO
+
+    buffer = StringIO()
+    Console(file=buffer, width=PIPED_WIDTH, soft_wrap=False, color_system=None).print(renderable)
+    return buffer.getvalue().rstrip()
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -102,7 +111,8 @@ def strength_run_name() -> str:
 
 
 def tag_flow_run(tags: Iterable[str]) -> None:
-    """Add tags to the current flow run (suite names are known only once it runs); best effort."""
+    """Add tags to the current flow run (suite names are known only once it runs) and, for a subflow,
+    give its tracking task run in the parent the subflow run's name; best effort."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
 
@@ -110,11 +120,25 @@ def tag_flow_run(tags: Iterable[str]) -> None:
     if context is None or context.flow_run is None:
         return
     wanted = sorted(set(context.flow_run.tags) | set(tags))
+    parent = context.flow_run.parent_task_run_id
     try:
         with get_client(sync_client=True) as client:
             client.update_flow_run(context.flow_run.id, tags=wanted)
-    except Exception:  # noqa: BLE001 - tags are a convenience; a refused update must not fail a run
+            if parent is not None:
+                # A subflow shows in its parent run as a task run Prefect names "<flow>-<n>"
+                # ("preflight-0"): give it the subflow run's own human name.
+                client.set_task_run_name(parent, context.flow_run.name)
+    except Exception:  # noqa: BLE001 - tags and names are a convenience; a refused update must not fail a run
         logging.getLogger(__name__).debug("could not tag the flow run", exc_info=True)
+
+
+def announce_flow_run(log: RunLog) -> None:
+    """``flow run: <its page in the UI>`` (``subflow run: …`` for a subflow) when a server is in use."""
+    from prefect.runtime import flow_run
+
+    url = flow_run_url()
+    if url:
+        log.info(f"{'subflow' if flow_run.parent_flow_run_id else 'flow'} run: {url}")
 
 
 def flow_run_url() -> str | None:
@@ -326,35 +350,111 @@ class LegProgress:
 # ------------------------------------------------------------------------------------------- tables
 
 
-def one_line_table(
-    title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, flexible: Sequence[str] = ()
-) -> Table:
-    """A table whose every row is one line of ``width`` columns.
+class ReadableTable:
+    """A console table that stays readable at any width, on a terminal and in a piped log.
 
-    Columns not in ``flexible`` keep their full width; the ``flexible`` ones share what is left and
-    cut their text with an ellipsis (the full text is in the JSON the table summarises).
+    Each row is one line of its *key* columns (every column not in ``long``: names, counts, verdicts),
+    always whole, never cut or folded. A ``long`` column (an outcome, a basis, a qualification) stays
+    inline when the width left has room for its header; a value longer than that room is replaced by
+    ``↓`` in the row and written whole under the row (``  basis: …``, wrapped at the width with a hanging
+    indent), as is every value of a long column that gets no room at all (``-`` and empty values are
+    then left out); the same text as the row just above reads ``as above``. The width is the
+    console's, read when the table is printed.
     """
-    fixed = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
-    flex = [i for i, h in enumerate(headers) if h in flexible]
-    room = width - 4 - sum(fixed[i] + 3 for i in range(len(headers)) if i not in flex) - 3 * len(flex)
-    share = {i: max(len(headers[i]), 8, room // max(1, len(flex))) for i in flex}
-    # Give a column that needs less than its share the rest of the room, in column order.
-    spare = sum(max(0, share[i] - fixed[i]) for i in flex)
-    for i in flex:
-        if fixed[i] < share[i]:
-            share[i] = fixed[i]
-        elif spare > 0:
-            extra = min(spare, fixed[i] - share[i])
-            share[i] += extra
-            spare -= extra
-    table = Table(title=title)
-    for i, header in enumerate(headers):
-        table.add_column(header, no_wrap=True, width=share.get(i, fixed[i]), overflow="ellipsis")
-    for row in rows:
-        cells = []
-        for i, value in enumerate(row):
-            text = Text(value)
-            text.truncate(share.get(i, fixed[i]), overflow="ellipsis")
-            cells.append(text)
-        table.add_row(*cells)
-    return table
+
+    GAP = 2
+    MARK = "↓"
+
+    def __init__(
+        self,
+        title: str | None,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[str | Text]],
+        long: Sequence[str] = (),
+        right: Sequence[str] = (),
+    ) -> None:
+        self.title = title
+        self.headers = list(headers)
+        self.rows = [[cell if isinstance(cell, Text) else Text(str(cell)) for cell in row] for row in rows]
+        self.long = [i for i, header in enumerate(self.headers) if header in long]
+        self.right = {i for i, header in enumerate(self.headers) if header in right}
+
+    def layout(self, width: int) -> dict[int, int]:
+        """Inline width of each column at ``width`` (a long column with no room is absent)."""
+        needed = [max([len(h), *(row[i].cell_len for row in self.rows)]) for i, h in enumerate(self.headers)]
+        widths = {i: needed[i] for i in range(len(self.headers)) if i not in self.long}
+        room = width - sum(widths.values()) - self.GAP * (len(widths) - 1)
+        candidates = list(self.long)
+        while candidates:  # water-filling: a column that needs less than an equal share keeps its need
+            share = (room - self.GAP * len(candidates)) // len(candidates)
+            modest = [i for i in candidates if needed[i] <= share]
+            if modest:
+                for i in modest:
+                    widths[i] = needed[i]
+                    room -= needed[i] + self.GAP
+                candidates = [i for i in candidates if i not in modest]
+            elif all(share >= max(len(self.headers[i]), len(self.MARK)) for i in candidates):
+                widths.update(dict.fromkeys(candidates, share))
+                break
+            else:  # no room for every header: the last long column goes under the rows
+                candidates.pop()
+        for i in self.long:  # a column cut short is only as wide as the longest value it still shows
+            if i in widths and widths[i] < needed[i]:
+                shown = [row[i].cell_len for row in self.rows if row[i].cell_len <= widths[i]]
+                widths[i] = max([len(self.headers[i]), len(self.MARK), *shown])
+        free = width - sum(widths.values()) - self.GAP * (len(widths) - 1)
+        for i in self.long:  # room freed that way goes, in column order, to a column it now fits whole
+            if i in widths and 0 < needed[i] - widths[i] <= free:
+                free -= needed[i] - widths[i]
+                widths[i] = needed[i]
+        return dict(sorted(widths.items()))
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        width = options.max_width
+        widths = self.layout(width)
+        if self.title:
+            yield Text(self.title, style="bold")
+        yield self._line([Text(h, style="bold") for h in self.headers], widths)
+        yield self._line([Text("─" * widths.get(i, 0)) for i in range(len(self.headers))], widths)
+        above: dict[str, str] = {}  # the text each long column last wrote under a row
+        for row in self.rows:
+            below = []
+            cells = []
+            for i, cell in enumerate(row):
+                if i in self.long and (i not in widths or cell.cell_len > widths[i]):
+                    if cell.plain not in ("", "-"):
+                        below.append((self.headers[i], cell))
+                    cells.append(Text(self.MARK if i in widths else ""))
+                else:
+                    cells.append(cell)
+            yield self._line(cells, widths)
+            for header, cell in below:
+                same = above.get(header) == cell.plain
+                above[header] = cell.plain
+                yield from self._below(console, header, Text("as above", style="dim") if same else cell, widths, width)
+            for i in self.long:  # a row that wrote nothing under it breaks the run of "as above"
+                if self.headers[i] not in {header for header, _ in below}:
+                    above.pop(self.headers[i], None)
+
+    def _below(self, console: Console, header: str, cell: Text, widths: dict[int, int], width: int) -> Any:
+        """``header: value`` under the row: from the second column on, wrapped with a hanging indent."""
+        indent = widths[0] + self.GAP if 0 in widths and 0 not in self.long else self.GAP
+        if width - indent - 2 < 30:  # too narrow to indent usefully
+            indent = 2
+        text = Text(f"{header}: ", style="dim") + cell
+        for n, line in enumerate(text.wrap(console, max(10, width - indent - 2))):
+            yield Text(" " * (indent if n == 0 else indent + 2)) + line
+
+    def _line(self, cells: Sequence[Text], widths: dict[int, int]) -> Text:
+        line = Text(no_wrap=False, end="\n")
+        first = True
+        for i, cell in enumerate(cells):
+            if i not in widths:
+                continue
+            if not first:
+                line.append(" " * self.GAP)
+            first = False
+            pad = " " * max(0, widths[i] - cell.cell_len)
+            line.append_text(Text(pad) + cell if i in self.right else cell + Text(pad))
+        line.rstrip()
+        return line

@@ -1,14 +1,16 @@
 """Every input error of the flows is one line and a documented exit code, with nothing run or left behind:
-``--out`` naming a file, a missing ``--suites`` folder (64), an unreachable ``PREFECT_API_URL`` (69), an
+``--out`` naming a file, a missing ``--suites`` folder (64), an unreachable or refusing ``PREFECT_API_URL`` (69), an
 unusable leg cache (74); and a full disk (a real write limit on a real process) leaves no temp file."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import resource
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,39 @@ def test_out_naming_a_file_and_missing_suites_are_usage_errors(tmp_path, flow):
 def test_an_unreachable_prefect_api_is_one_line_and_69(tmp_path):
     result = _run("flows.preflight", [], tmp_path / "home", PREFECT_API_URL="http://127.0.0.1:9/api")
     _one_line(result, 69, "PREFECT_API_URL=http://127.0.0.1:9/api is not reachable")
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """A "Prefect server" that answers /health and refuses every API call, as one wanting credentials does."""
+
+    def _answer(self) -> None:
+        ok = self.path.endswith("/health")
+        body = b"true" if ok else b'{"detail": "Unauthorized"}'
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("flow", ["flows.preflight", "flows.contract_strength"])
+def test_a_refusing_prefect_api_is_one_line_and_69(tmp_path, flow):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/api"
+        result = _run(flow, ["--suites", str(PROJECT_ROOT / "corpus/suites/notes")], tmp_path / "home", PREFECT_API_URL=url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    _one_line(result, 69, f"PREFECT_API_URL={url} answered 401 Unauthorized for GET /api/")
+    assert "PREFECT_API_KEY" in result.stderr and "unset PREFECT_API_URL" in result.stderr
 
 
 def test_an_unusable_leg_cache_is_one_line_and_74(tmp_path):

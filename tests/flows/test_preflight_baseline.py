@@ -43,25 +43,6 @@ def test_summary_line():
     )
 
 
-def test_console_table_keeps_each_row_on_one_line_at_120_columns(monkeypatch):
-    from io import StringIO
-
-    monkeypatch.delenv("COLUMNS", raising=False)  # another test of the worker may have left one set
-
-    from flows.report import render_table
-    from flows.watch import console
-
-    long = "fault: budget-exhausted: ProbeObservation: " + "the leg exceeded its elapsed budget " * 6
-    rows = [_row("P-001"), _row("P-002", long, spawned=2, cached=0, collapsed=3)]
-    buffer = StringIO()  # not a terminal: the piped width (120), never rich's default 80
-    console(buffer).print(render_table(rows, (SuiteFailure("trace", "contract.json: " + "x" * 200),)))
-    lines = buffer.getvalue().splitlines()
-    assert max(len(line) for line in lines) <= 120
-    body = [line for line in lines if "notes" in line or "trace" in line]
-    assert len(body) == 3  # one line per row: nothing folded into a column of fragments
-    assert "P-002" in body[1] and "the le" in body[1] and body[1].rstrip().endswith("… │")
-
-
 def test_missing_baseline_exits_2_and_update_writes_it(tmp_path):
     path = tmp_path / "expected-preflight.json"
     run = _run(_row("P-001"), _row("P-002", "failed: state-reset", legs=4))

@@ -10,7 +10,9 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from flows.watch import LegProgress, _QuietConsole, one_line_table, run_name, suite_names
+from rich.console import Console
+
+from flows.watch import LegProgress, _QuietConsole, run_name, suite_names
 from flows.watch import console as make_console
 
 
@@ -61,17 +63,127 @@ def test_progress_is_a_bar_on_a_terminal_and_periodic_lines_in_a_pipe():
     assert "progress:" not in terminal.getvalue()  # a terminal gets the bar, not the lines
 
 
-def test_one_line_table_fits_the_width_and_cuts_only_flexible_columns(monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)  # another test of the worker may have left one set
-    rows = [["P-001", "defect", "failed: " + "seeded-fault-fired, " * 10, "Invalid", "oracle resolved " * 20]]
+WIDTHS = (80, 120, 200, "piped")
+
+
+def _print(renderables, width) -> list[str]:
+    """What the console prints at ``width`` columns, or piped: a non-terminal stream with COLUMNS unset."""
     buffer = io.StringIO()
-    console = make_console(buffer)
-    assert console.width == 120
-    console.print(one_line_table("t", ["probe", "class", "pre-flight", "verdict", "basis"], rows, 120,
-                                 flexible=("pre-flight", "basis")))
-    body = [line for line in buffer.getvalue().splitlines() if "P-001" in line]
-    assert len(body) == 1 and len(body[0]) <= 120
-    assert "Invalid" in body[0] and "defect" in body[0] and body[0].count("…") == 2
+    out = make_console(buffer) if width == "piped" else Console(file=buffer, width=width, color_system=None)
+    for renderable in renderables:
+        out.print(renderable)
+    return buffer.getvalue().splitlines()
+
+
+def _rows_and_details(lines: list[str], row_start: re.Pattern[str]) -> list[tuple[str, dict[str, str]]]:
+    """Each table row's line and the long texts written under it (``header: text``, wrapped lines joined)."""
+    rows: list[tuple[str, dict[str, str]]] = []
+    current: str | None = None
+    indent = 0
+    for line in lines:
+        depth = len(line) - len(line.lstrip(" "))
+        detail = re.match(r"^ +([a-z-]+): (.*)$", line)
+        if row_start.match(line):
+            rows.append((line, {}))
+            current = None
+        elif rows and current is not None and depth == indent + 2:  # a wrapped line of the text above
+            rows[-1][1][current] += " " + line.strip()
+        elif rows and detail:
+            current, indent = detail.group(1), depth
+            rows[-1][1][current] = detail.group(2)
+        else:
+            current = None
+    return [(row, {k: " ".join(v.split()) for k, v in details.items()}) for row, details in rows]
+
+
+def _whole(text: str, row: str, details: dict[str, str], header: str, previous: dict[str, str]) -> bool:
+    """A long text is whole on its row, or whole under it, or under it ``as above`` the same text."""
+    if text in ("", "-"):
+        return True
+    below = details.get(header)
+    if below == "as above":
+        return previous.get(header) == text
+    return below == " ".join(text.split()) or (below is None and text in row)
+
+
+def test_strength_tables_keep_key_cells_whole_and_long_text_whole_under_the_row(conformance, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped: 120 columns, never rich's 80
+    from types import SimpleNamespace
+
+    from flows.contract_strength import strength_tables
+    from flows.strength_report import contract_table_rows
+    from tests.flows.strength_samples import tea_documents
+
+    documents = tea_documents(conformance)  # the reference's contracts: long bases, qualifications, fault outcomes
+    run = SimpleNamespace(documents=documents)
+    for width in WIDTHS:
+        lines = _print(strength_tables(run), width)
+        limit = 120 if width == "piped" else width
+        assert max(len(line) for line in lines) <= limit, width
+        assert "…" not in "".join(lines)  # nothing cut: what does not fit is written whole under its row
+        rows = iter(_rows_and_details(lines, re.compile(r"^P-\d{3} ")))
+        for name, document in sorted(documents.items()):
+            previous: dict[str, str] = {}
+            for expected in contract_table_rows(document):
+                row, details = next(rows)
+                # Key cells whole, in order, on the row's one line.
+                key = [expected[k] for k in ("probe", "class")]
+                assert re.match(r"^" + r"\s+".join(map(re.escape, key)) + r"\s", row), (width, name, row)
+                assert re.search(rf"\s{re.escape(expected['legs'])}\s+{expected['verdict']}\s+{expected['exit']}(\s|$)", row), (
+                    width, name, row)
+                for header in ("pre-flight", "basis", "qualification"):
+                    assert _whole(expected[header], row, details, header, previous), (width, name, header, row, details)
+                    if expected[header] not in ("", "-"):
+                        previous[header] = expected[header]
+                    else:
+                        previous.pop(header, None)
+        assert next(rows, None) is None
+    # At 200 columns the reference's long pre-flight outcome and qualification sit inline on their rows.
+    wide = _print(strength_tables(SimpleNamespace(documents={"ci": documents["ci"]})), 200)
+    assert any(line.startswith("P-001") and "failed: seeded-fault-fired, seeded-faults-scoped" in line
+               and "condition-artifact-channel-contract-local" in line for line in wide)
+
+
+def test_preflight_table_keeps_suite_probe_counts_whole_and_writes_a_long_outcome_under_its_row(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    from flows.report import ProbePreflight, SuiteFailure, render_table
+
+    fault = "fault: budget-exhausted: ProbeObservation: " + "the leg exceeded its elapsed budget " * 2
+    rows = [
+        ProbePreflight("notes-tools", "P-001", 9, 6, 0, 1.0, "passed", None, collapsed=3),
+        ProbePreflight("notes-tools", "P-002", 9, 1, 0, 1.0, fault.strip(), None, collapsed=8),
+        ProbePreflight("review", "P-003", 5, 0, 5, 0.0, "failed: seeded-fault-fired, seeded-faults-scoped", None),
+    ]
+    failure = SuiteFailure("trace", "contract.json: " + "unknown key 'colour' at /behaviors/0/oracles/1 " * 6)
+    for width in WIDTHS:
+        lines = _print([render_table(rows, (failure,))], width)
+        assert max(len(line) for line in lines) <= (120 if width == "piped" else width), width
+        assert "…" not in "".join(lines)
+        found = _rows_and_details(lines, re.compile(r"^(notes-tools|review|trace) "))
+        assert len(found) == 4
+        for (line, details), row in zip(found, rows, strict=False):
+            counts = [str(n) for n in (row.legs_planned, row.spawned, row.collapsed, row.from_cache)]
+            assert re.match(r"^" + r"\s+".join(map(re.escape, [row.suite, row.probe_id, *counts])) + r"(\s|$)", line)
+            assert _whole(row.outcome, line, details, "outcome", {}), (width, line, details)
+        line, details = found[3]
+        assert re.match(r"^trace\s+-\s+\?\s+0\s+0\s+0(\s|$)", line)
+        assert _whole(f"could not run: {failure.message}", line, details, "outcome", {}), (width, line, details)
+    # 200 columns hold the fault outcome inline; 80 write it under its row, which then shows the mark.
+    assert any("budget-exhausted" in line and line.startswith("notes-tools  P-002") for line in _print([render_table(rows)], 200))
+    narrow = _print([render_table(rows)], 80)
+    assert [line for line in narrow if line.startswith("notes-tools  P-002")][0].rstrip().endswith("↓")
+
+
+def test_log_text_is_120_columns_whatever_the_console(monkeypatch):
+    from flows.report import ProbePreflight, render_table
+    from flows.watch import PIPED_WIDTH, as_log_text
+
+    monkeypatch.setenv("COLUMNS", "40")
+    rows = [ProbePreflight("notes", "P-001", 9, 1, 0, 1.0, "failed: " + "seeded-fault-fired, " * 10, None)]
+    text = as_log_text(render_table(rows))
+    assert max(len(line) for line in text.splitlines()) <= PIPED_WIDTH
+    assert any(re.match(r"^notes\s+P-001\s+9\s+1\s+0\s+0", line) for line in text.splitlines())
+    assert "\x1b[" not in text  # no colour codes in the Logs tab
 
 
 def test_prefect_console_handler_skips_our_lines_and_run_logger_info():
