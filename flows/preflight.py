@@ -42,6 +42,7 @@ from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import GateResult, gate
 from flows.lifecycle import (
     FlowArgumentParser,
+    api_watchdog,
     check_flow_inputs,
     check_leg_cache,
     one_line_errors,
@@ -449,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(settings.suites_dir, settings.out_dir)
         check_leg_cache(PROG, settings)
-        run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
+        with api_watchdog(PROG):
+            run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
     print_report(run)
     for line in run.gate_lines:
         print(line)

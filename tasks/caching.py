@@ -93,10 +93,14 @@ class StageDigest(CachePolicy):
         self, task_ctx: Any, inputs: dict[str, Any], flow_parameters: dict[str, Any], **kwargs: Any
     ) -> str | None:
         """Namespaced by stage so two stages with equal inputs never share a result (prefect.md §3)."""
+        return self.key_for(task_ctx.task.name, inputs)
+
+    def key_for(self, stage: str, inputs: Mapping[str, Any]) -> str:
+        """The key of stage ``stage`` given its (resolved) inputs: what ``compute_key`` returns in a task run."""
         parts = {name: input_digest(inputs[name]) for name in self.inputs}
-        parts["stage"] = task_ctx.task.name
+        parts["stage"] = stage
         parts["version"] = self.version
-        return f"{task_ctx.task.name}-{self.version}-{digest_composite(parts).removeprefix('sha256:')}"
+        return f"{stage}-{self.version}-{digest_composite(parts).removeprefix('sha256:')}"
 
 
 def stage_cache(*inputs: str) -> dict[str, Any]:
@@ -292,6 +296,10 @@ class VerifiedResultStorage(LocalFileSystem):
         return candidate
 
     def _checked(self, path: str) -> bytes:
+        return self.verified(path)[0]
+
+    def verified(self, path: str) -> tuple[bytes, Any]:
+        """The stored record's bytes and its rebuilt value, after every check (class docstring)."""
         resolved = self._resolve_path(path)
         try:
             content = _read_regular_file(resolved, MAX_RESULT_BYTES)
@@ -300,17 +308,20 @@ class VerifiedResultStorage(LocalFileSystem):
             named = serializer.get("type") if isinstance(serializer, dict) else None
             if named != SERIALIZER_TYPE:
                 raise StageResultRejected(f"it names serializer {str(named)[:40]!r}, not {SERIALIZER_TYPE!r}")
+            expiration = record.get("metadata", {}).get("expiration")
+            if expiration is not None:
+                raise StageResultRejected("it carries an expiration (our stages never expire)")
             result = record.get("result")
             if not isinstance(result, str):
                 raise StageResultRejected("its result is not stored as JSON text")
-            VerifiedJsonSerializer().loads(result.encode("utf-8"))  # digest and rebuild, before Prefect does
+            value = VerifiedJsonSerializer().loads(result.encode("utf-8"))  # digest and rebuild, before Prefect does
         except EvalQualityFault as fault:
             _warn_once(str(resolved), f"it is not strict JSON ({fault.detail})")
             raise StageResultRejected(fault.detail) from None
         except (StageResultRejected, AttributeError) as why:
             _warn_once(str(resolved), str(why))
             raise StageResultRejected(str(why)) from None
-        return content
+        return content, value
 
     def read_path(self, path: str, _sync: bool | None = None) -> bytes:  # type: ignore[override]
         """The verified bytes of a stored result (``StageResultRejected`` when it fails a check)."""
@@ -362,3 +373,22 @@ def _verified_with_options(task: Any, **options: Any) -> Any:
 
     options.setdefault("result_storage", str(results_dir()))
     return verified_stage(Task.with_options(task, **options))
+
+
+def stored_result(task: Any, **inputs: Any) -> tuple[bool, Any]:
+    """Flow-side lookup of a verified stage's answer: ``(True, value)`` when the result the task would be
+    answered from (same ``StageDigest`` key, same verified storage and checks) is stored, else ``(False, None)``.
+
+    A flow asks this before submitting a stage, so a night with nothing changed creates no task run for
+    what is already answered (a cached task run still costs Prefect's per-run orchestration: API calls,
+    events, tag concurrency). A refused or missing file is a miss: the task runs and overwrites it.
+    ``inputs`` are the task's resolved parameters by name (at least those its key names).
+    """
+    policy, storage = task.cache_policy, task.result_storage
+    if not isinstance(policy, StageDigest) or not isinstance(storage, VerifiedResultStorage):
+        raise TypeError(f"{task.name}: not a verified digest-cached stage")
+    key = policy.key_for(task.name, inputs)
+    try:  # the task's own storage (fixed when it was defined), exactly where Prefect would look
+        return True, storage.verified(key)[1]
+    except (StageResultRejected, ValueError, OSError):
+        return False, None

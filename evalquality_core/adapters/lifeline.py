@@ -1,32 +1,36 @@
-"""The watchdog: one long-lived process per host process, and one forked leg watchdog per leg (stdlib only).
+"""The watchdogs: one long-lived shared watchdog per host process, and one forked leg watchdog per leg
+(a script run with ``python -I -S``, stdlib only).
 
-Started once, lazily, by ``process_group`` as ``python -I -S lifeline.py <fd>``, where ``<fd>`` is its end
-of a ``SOCK_SEQPACKET`` socketpair to the host (the **control** socket). Why this shape, and not one
-fresh interpreter per leg, is in ``process_group``'s docstring (in short: an interpreter start costs
-~25 ms, a ``fork()`` of this small process well under one).
+Started once, lazily, by ``process_group`` as ``python -I -S lifeline.py <fd>``, where ``<fd>`` is its
+end of a ``SOCK_SEQPACKET`` socketpair to the host (the **control** socket), in a process group of its
+own inside the host's session. Why this shape, and not one fresh interpreter per leg, is in
+``process_group``'s docstring (in short: an interpreter start costs ~25 ms, a ``fork()`` of this small
+process well under one, and that fork is done ahead of need).
 
 The **shared watchdog** (``main``):
 
 1. is a Linux **child subreaper** and ignores SIGINT/SIGTERM/SIGHUP (only SIGKILL or the host end it);
-2. per control message (one byte string plus, by ``SCM_RIGHTS``, the leg's socket, the write ends of
-   its stdout/stderr pipes and, when asked, the read end of its stdin pipe) ``fork()``s a **leg
-   watchdog** and closes its own copies of those descriptors, so it never holds a leg's lifeline;
-3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs; any other child is
-   an orphan of a leg watchdog that was killed (re-parented here because this process is a
-   subreaper), and is SIGKILLed with its group, in rounds, until none is left;
+2. keeps one **spare** leg watchdog forked ahead, waiting on a socketpair of its own. Per control
+   message (the bytes ``leg`` plus, by ``SCM_RIGHTS``, the leg's socket, the write ends of its
+   stdout/stderr pipes and, when asked, the read end of its stdin pipe) it passes the descriptors on
+   to the spare (forking one first if the spare is gone), closes its own copies, so it never holds a
+   leg's lifeline or pipes, and only then forks the next spare, off that leg's path;
+3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs (the spare among
+   them); any other child is an orphan of a leg watchdog that was killed (re-parented here because
+   this process is a subreaper), and is SIGKILLed with its group, in rounds, until none is left;
 4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) accepts no
-   more legs, waits until every leg watchdog has finished (each sees its own lifeline close and kills
-   its tree), still killing strays, then exits.
+   more legs, lets the spare go, waits until every leg watchdog has finished (each sees its own
+   lifeline close and kills its tree), still killing strays, then exits.
 
-A **leg watchdog** (``_leg``), one per leg, in a forked child of the shared watchdog:
+A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of the shared watchdog:
 
 1. is a child subreaper of its own (the flag is not inherited across ``fork()``), so every orphaned
    descendant of *this leg's* target, ``setsid()`` or not, is re-parented to it, and is attributed to
    the right leg without guessing;
-2. reads the launch spec (argv, cwd, env) as one JSON line from the leg socket (never from argv, so
-   nothing secret shows in ``ps``), starts the target as the leader of a new session and process group
-   on the host's pipes, with default dispositions for the signals the watchdogs ignore, answers
-   ``{"pid": n}`` or ``{"spawnError": {...}}``;
+2. waits for its leg's descriptors, then reads the launch spec (argv, cwd, env) as one JSON line from
+   the leg socket (never from argv, so nothing secret shows in ``ps``), starts the target as the leader
+   of a new session and process group on the host's pipes, with default dispositions for the signals
+   the watchdogs ignore, answers ``{"pid": n}`` or ``{"spawnError": {...}}``;
 3. waits for the target's exit or the leg socket: a ``kill`` line, or end-of-file (the host died, even
    by SIGKILL, or closed the leg). Either way it **kills the whole tree**: SIGKILL to the target's group,
    then, repeatedly, to every child it has (orphans re-parented to it, each with its group) until none
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import gc
 import json
 import os
 import select
@@ -56,14 +61,21 @@ _MAX_FDS = 4  # leg socket, stdout, stderr, stdin
 _IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _become_subreaper() -> bool:
+def _load_prctl():
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+#: Looked up once in the shared watchdog, so a forked leg watchdog only calls it.
+_PRCTL = _load_prctl()
+
+
+def _become_subreaper() -> bool:
+    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def _children(me: int) -> list[int]:
@@ -144,7 +156,13 @@ def main() -> int:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD writes to the wakeup fd
-    legs: set[int] = set()
+    # Nothing here makes reference cycles worth collecting; frozen, the objects stay unwritten in
+    # forked children (fewer copy-on-write faults per leg).
+    gc.disable()
+    gc.freeze()
+    shared = [control.fileno(), wake_read, wake_write]
+    legs: set[int] = set()  # every legitimate child: leg watchdogs, the spare among them
+    spare = _fork_spare(shared, legs)
     poller = select.poll()
     poller.register(control.fileno(), select.POLLIN)
     poller.register(wake_read, select.POLLIN)
@@ -167,12 +185,65 @@ def main() -> int:
                     poller.unregister(control.fileno())
                     control.close()
                     accepting = False
+                    if spare is not None:
+                        spare[1].close()  # the spare reads end-of-file and exits
+                        spare = None
                 elif fds:
-                    pid = _fork_leg(fds, (control.fileno(), wake_read, wake_write))
-                    if pid:
-                        legs.add(pid)
+                    _hand_to_spare(fds, spare, shared, legs)
+                    # The next leg's watchdog is forked now, off this leg's path (and after its fds are closed here).
+                    spare = _fork_spare(shared, legs)
         _reap_and_clear_strays(legs)
     return 0
+
+
+def _hand_to_spare(fds: list[int], spare: tuple[int, socket.socket] | None, shared: list[int],
+                   legs: set[int]) -> None:
+    """Give one leg's descriptors to the spare leg watchdog (a new one if the spare is gone), then
+    close them here, so this process never holds a leg's lifeline or pipes. When no leg watchdog can
+    be had, closing them is the answer: the host reads end-of-file and reports the target unstarted.
+    The spare's socket is closed either way (a spare serves one leg)."""
+    try:
+        for _ in range(2):
+            if spare is None:
+                spare = _fork_spare(shared, legs)
+                if spare is None:
+                    return
+            _pid, handoff = spare
+            try:
+                handoff.sendmsg([b"leg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+                return
+            except OSError:  # the spare was killed: fork another
+                spare = None
+            finally:
+                handoff.close()
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _fork_spare(shared: list[int], legs: set[int]) -> tuple[int, socket.socket] | None:
+    """Fork a leg watchdog that waits for its leg's descriptors on a socketpair of its own; its pid and
+    our end of that socketpair (None when ``fork()`` fails)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        pid = os.fork()
+    except OSError:
+        ours.close()
+        theirs.close()
+        return None
+    if pid == 0:  # the spare leg watchdog
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            ours.close()
+            for fd in shared:
+                os.close(fd)
+            code = _spare(theirs)
+        finally:
+            os._exit(code)
+    theirs.close()
+    legs.add(pid)
+    return pid, ours
 
 
 def _receive(control: socket.socket) -> tuple[list[int], bool]:
@@ -202,27 +273,6 @@ def _receive(control: socket.socket) -> tuple[list[int], bool]:
     return fds, True
 
 
-def _fork_leg(fds: list[int], shared: tuple[int, ...]) -> int:
-    """Fork the leg watchdog for ``fds``; close them here; the child's pid (0 when fork failed: the host
-    then reads end-of-file on the leg socket and reports that the target did not start)."""
-    try:
-        pid = os.fork()
-    except OSError:
-        pid = -1
-    if pid == 0:  # the leg watchdog
-        code = 1
-        try:
-            signal.set_wakeup_fd(-1)
-            for fd in shared:
-                os.close(fd)
-            code = _leg(fds)
-        finally:
-            os._exit(code)
-    for fd in fds:
-        os.close(fd)
-    return max(pid, 0)
-
-
 def _reap_and_clear_strays(legs: set[int]) -> None:
     """Reap exited children; if any child is not a leg watchdog (an orphan of a killed one), kill it."""
     me = os.getpid()
@@ -245,12 +295,24 @@ def _reap_and_clear_strays(legs: set[int]) -> None:
 # --- one leg ------------------------------------------------------------------------------------------
 
 
-def _leg(fds: list[int]) -> int:
-    """Run one leg's watchdog (module docstring), in a child of the shared watchdog."""
+def _spare(handoff: socket.socket) -> int:
+    """A forked leg watchdog: get ready, wait for a leg's descriptors (end-of-file: none will come), run it."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
     subreaper = _become_subreaper()
+    while True:
+        fds, more = _receive(handoff)
+        if not more:
+            return 0
+        if fds:
+            break
+    handoff.close()
+    return _leg(fds, subreaper)
+
+
+def _leg(fds: list[int], subreaper: bool) -> int:
+    """Run one leg's watchdog (module docstring), in a child of the shared watchdog."""
     sock = socket.socket(fileno=fds[0])
     stdout, stderr = fds[1], fds[2]
     stdin = fds[3] if len(fds) == 4 else subprocess.DEVNULL

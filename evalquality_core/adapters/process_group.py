@@ -3,7 +3,8 @@
 ``LegProcess.launch(argv, cwd, env, stdin=...)`` starts a target under a watchdog (``lifeline.py``, a
 stdlib-only script run with ``python -I -S``). One **shared watchdog** per host process is started
 lazily by the first leg and serves every later leg of that process (thread-safe; a forked host child
-starts its own). Per leg it ``fork()``s a **leg watchdog** that
+starts its own). Per leg it hands over to a **leg watchdog**, a ``fork()`` of itself made ahead of
+need (the spare), which
 
 * starts the target as the leader of a new session and process group, on pipes the host reads;
 * is a Linux **child subreaper**, so a grandchild that called ``setsid()`` (or double-forked) is still
@@ -13,18 +14,25 @@ starts its own). Per leg it ``fork()``s a **leg watchdog** that
   watchdog reads end-of-file and kills the whole tree within milliseconds. (No ``preexec_fn``: the
   host has threads.)
 
-Why a shared watchdog that forks, measured (``benchmarks/bench_adapter.py``; cProfile and wall clock
-per phase): a fresh ``python -I -S`` watchdog per leg cost ~7 ms of interpreter start, ~17 ms of
-imports (``subprocess``, ``ctypes``, ``json``, ``socket``, ``select``) and ~7 ms more to reap it at
-the end: ~32 ms per leg, 40x a bare ``subprocess.run("/bin/true")``. The per-leg guarantees need a
-per-leg process (a subreaper is the only way, without cgroups, to attribute a ``setsid()`` orphan to
-its leg, and the lifeline must outlive the host's death), but not a per-leg *interpreter*: a
-``fork()`` of the already-started, small, single-threaded shared watchdog costs well under a
-millisecond. The shared watchdog never holds a leg's lifeline (it closes its copies right after the
-fork), so each leg's lifeline closes exactly when the host's end does. Rejected: making the host a
-subreaper and spawning targets directly (orphans of every library's children would re-parent into
-the host, and nothing would be left to kill them after a SIGKILL of the host); a non-Python watchdog
-(nothing to build it with on a clean clone).
+Why a shared watchdog that forks, measured (``benchmarks/bench_adapter.py``, wall clock per phase,
+``strace -T``, CPU times from ``/proc``): a fresh ``python -I -S`` watchdog per leg cost ~7 ms of
+interpreter start, ~17 ms of imports (``subprocess``, ``ctypes``, ``json``, ``socket``, ``select``)
+and ~7 ms more to reap it at the end: ~32 ms per leg, 40x a bare ``subprocess.run("/bin/true")``.
+The per-leg guarantees need a per-leg process (without cgroups, a subreaper is the only way to
+attribute a ``setsid()`` orphan to its leg, and the lifeline must be held outside the host), but not a
+per-leg *interpreter*: a ``fork()`` of the already-started, single-threaded shared watchdog costs
+well under a millisecond, and forking the spare right after a hand-over takes even that off the
+next leg's path (measured against forking on demand, alternating: min 2.7 vs 3.8 ms, median 18 vs
+31 ms under load). The shared watchdog lives in the host's session, in a process group of its own
+(Ctrl-C at a terminal still reaches only the host): a session of its own would put every leg's
+hand-over through another scheduler autogroup (median 15.5 vs 10.0 ms under load). It never holds a
+leg's lifeline or pipes (it closes its copies right after the hand-over), so each lifeline closes
+exactly when the host's end does. Rejected: making the host a subreaper and spawning targets
+directly (orphans of every library's children would re-parent into the host, and nothing would be
+left to kill them after a SIGKILL of the host); one subreaper for all legs (it cannot tell whose
+orphan it was given); making each target its own subreaper (it changes what the target's ``wait()``
+sees, and needs a non-vfork ``preexec_fn`` per spawn anyway); a non-Python watchdog (nothing to build
+it with on a clean clone).
 
 The API, shared by every adapter that runs a local process (command line, MCP stdio servers):
 
@@ -44,10 +52,12 @@ Failure modes of the watchdogs themselves (only the host's own user can signal t
 * a **leg watchdog killed**: its orphans (the target, setsid grandchildren) are re-parented to the
   shared watchdog, a subreaper too, whose only legitimate children are leg watchdogs: it SIGKILLs
   them with their groups. The host reads end-of-file on the lifeline, SIGKILLs the target's group
-  from its side and reports exit −9, as the reference does;
+  from its side and reports exit −9, as the reference does. A killed *spare* is replaced when the
+  next leg comes;
 * the **shared watchdog killed**: running legs are unaffected (each leg watchdog holds its own
-  lifeline); the next ``launch`` notices (``poll()``, or EPIPE on the control socket) and starts a
-  new one. Only if a leg watchdog is killed *as well* do its orphans escape to init;
+  lifeline); the next ``launch`` notices (``poll()``, or EPIPE on the control socket, or end-of-file
+  before any answer, then once more) and starts a new one. Only if a leg watchdog is killed *as well*
+  do its orphans escape to init;
 * the **host forks** (``os.fork``): in the child the parent's legs are forgotten (the child's exit
   never kills them) and its copies of their lifelines and of the control socket are closed, so the
   parent's death still ends them while the child lives on; the child's first leg starts its own
@@ -183,7 +193,7 @@ class _SharedWatchdog:
                 env={},
                 cwd="/",
                 close_fds=True,
-                start_new_session=True,  # Ctrl-C at a terminal reaches the host, which decides
+                process_group=0,  # Ctrl-C at a terminal reaches the host, which decides
             )
         except OSError:
             host_end.close()

@@ -418,13 +418,15 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite) -> ProbeRouter:
+def adapter_for(suite: Suite, values: dict[str, str] | None = None) -> ProbeRouter:
     """Our adapters under the suite's target registry, the interpreter filled in: the command-line
     adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
     and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh
     server per call in the staged workspace)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
-    values = {"python": sys.executable}
+    # ``values`` fills the registry's placeholders otherwise ({python}: this interpreter); the mutants'
+    # line-coverage recording fills {python} with a tracing wrapper (suite/line_coverage.py).
+    values = values or {"python": sys.executable}
     adapters: dict[str, Any] = {
         "cli": CommandLineAdapter(registry.to_policy(values)),
         "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),

@@ -180,3 +180,18 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
     (broken / "system" / "trace.py").write_text("def f(:\n")
     failed = _cli("mutants", "generate", str(broken))
     assert failed.returncode == 2 and "does not compile" in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_a_mutants_staged_digest_is_what_staging_it_yields(tmp_path: Path) -> None:
+    """The flow keys a mutant's legs without staging it; the key must name what the leg will really run."""
+    from evalquality_core.canonical.digest import digest_composite
+    from evalquality_core.suite.mutants import as_mutation, mutant_staged_digest, system_members
+
+    suite = SUITES / "notes-api"
+    generation = generate(system_sources(suite), sample_size=3, seed=5)
+    clean = stage_workspace(suite, tmp_path / "clean")
+    for index, mutant in enumerate(generation.kept):
+        staged = stage_workspace(suite, tmp_path / f"m{index}", as_mutation(mutant, suite))
+        real = digest_composite({"system": staged.system_digest, "work": staged.work_digest})
+        assert mutant_staged_digest(system_members(suite), clean.work_digest, mutant) == real
+        assert real != digest_composite({"system": clean.system_digest, "work": clean.work_digest})
