@@ -121,7 +121,11 @@ def read_suite_bytes(path: Path) -> bytes:
     except OSError as exc:
         raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        # O_RDONLY opens a directory without EISDIR on Linux: name it as such rather than as "not regular".
+        if stat.S_ISDIR(mode):
+            raise StagingError(f"{path}: is a directory, not a file")
+        if not stat.S_ISREG(mode):
             raise StagingError(f"{path}: is not a regular file")
         chunks, total = [], 0
         while total <= cap:
