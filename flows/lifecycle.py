@@ -16,6 +16,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,6 +180,76 @@ def one_line_errors(prog: str) -> Iterator[None]:
 
 #: Exit code when the Prefect API named by ``PREFECT_API_URL`` cannot be reached (EX_UNAVAILABLE).
 EXIT_UNAVAILABLE = 69
+
+
+#: The Prefect loggers that flood stderr once the server is gone (one line each few seconds, per event).
+_LOST_SERVER_NOISE = ("prefect.events.clients", "prefect._internal.concurrency", "prefect.task_runs", "prefect.flow_runs")
+
+
+@contextlib.contextmanager
+def api_watchdog(prog: str, interval_s: float = 1.0, misses: int = 3) -> Iterator[None]:
+    """While a run talks to the server at ``PREFECT_API_URL``: if that server stops accepting connections
+    (``misses`` refused ``/health`` checks in a row, ``interval_s`` apart), kill every live leg, print one
+    line naming it and the fix, and exit 69 at once.
+
+    Without this the engine waits on the vanished server for many minutes while Prefect's event and
+    log workers print a multi-line error every few seconds. Only a *refused* connection counts: a slow
+    or busy server (a timeout) is left to Prefect's own retries, so a loaded machine never ends a
+    healthy run. What the run answered is safe: each leg is in the leg cache once it completes, a
+    killed leg is not cached, and the next run reclaims the workspaces this process leaves.
+    """
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        yield
+        return
+    import httpx
+
+    stop = threading.Event()
+
+    import logging
+
+    def quiet(on: bool) -> None:
+        # While a loss is being confirmed, Prefect's workers would print an error per event and per log
+        # batch (its API log handler writes to stderr unless logging.raiseExceptions is off).
+        for name in _LOST_SERVER_NOISE:
+            logging.getLogger(name).disabled = on
+        logging.raiseExceptions = not on
+
+    def watch() -> None:
+        missed = 0
+        while not stop.wait(interval_s):
+            try:
+                httpx.get(url.rstrip("/") + "/health", timeout=max(interval_s, 5.0))
+            except httpx.ConnectError as problem:
+                missed += 1
+                reason = " ".join(str(problem).split())[:120] or "connection refused"
+            except httpx.HTTPError:
+                pass  # busy, slow or refusing a request: not gone; errors of the run say the rest
+            else:
+                if missed:
+                    quiet(False)  # it came back
+                missed = 0
+            if not missed:
+                continue
+            quiet(True)
+            if missed >= misses and not stop.is_set():
+                from evalquality_core.adapters.process_group import kill_all_live_groups
+
+                kill_all_live_groups()
+                print(
+                    f"\n{prog}: PREFECT_API_URL={url} stopped answering during the run ({reason}); the legs "
+                    "answered so far are in the leg cache: start that server again (or unset "
+                    "PREFECT_API_URL) and run again",
+                    file=sys.stderr, flush=True,
+                )
+                os._exit(EXIT_UNAVAILABLE)
+
+    thread = threading.Thread(target=watch, name="prefect-api-watchdog", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 def api_refusal(problem: BaseException) -> str | None:

@@ -21,7 +21,14 @@ from typing import Any
 from evalquality_core.canonical import digest_bytes, digest_composite, digest_directory
 from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, generate
 from evalquality_core.mutants.operators import OPERATOR_NAMES
-from evalquality_core.suite.load import Mutation, StagingError, read_suite_json, suite_dir, tree_digest
+from evalquality_core.suite.load import (
+    Mutation,
+    StagingError,
+    read_suite_json,
+    suite_dir,
+    system_dir_of,
+    tree_digest,
+)
 from evalquality_core.suite.staging import refuse_links
 
 #: Where generated mutants live in a suite folder.
@@ -31,14 +38,14 @@ MANIFEST = "generated.json"
 
 def system_sources(suite: str | Path) -> dict[str, str]:
     """Every Python source of the suite's ``system/`` as ``system/<relative path>`` → text."""
-    root = suite_dir(suite) / "system"
+    root = system_dir_of(suite)  # its own system/, or a sibling's (system-from)
     if not root.is_dir():
         raise StagingError(f"{root}: the suite has no system/ folder")
     refuse_links(root)
     sources = {}
     for path in sorted(root.rglob("*.py")):
         try:
-            sources[path.relative_to(root.parent).as_posix()] = path.read_text(encoding="utf-8")
+            sources["system/" + path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
     if not sources:
@@ -120,7 +127,7 @@ def load_generated(suite: str | Path) -> list[dict[str, Any]]:
 
 def system_members(suite: str | Path) -> dict[str, str]:
     """The clean system's members as :func:`tree_digest` digests them: relative path → raw-bytes digest."""
-    root = suite_dir(suite) / "system"
+    root = system_dir_of(suite)
     return {p.relative_to(root).as_posix(): digest_bytes(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
@@ -160,6 +167,11 @@ def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str
     try:
         copy = scratch / source.name
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns("trials", "evidence", MUTANTS_DIR))
+        if not (copy / "system").exists():  # system-from: the copy holds the sibling's system itself
+            shutil.copytree(system_dir_of(source), copy / "system")
+            settings = copy / "suite.toml"
+            settings.write_text("".join(line for line in settings.read_text(encoding="utf-8").splitlines(keepends=True)
+                                        if not line.lstrip().startswith("system-from")), encoding="utf-8")
         mutation_path = copy / "mutations" / f"{mutation['generated']['mutantId']}.json"
         mutation_path.parent.mkdir(exist_ok=True)
         mutation_path.write_bytes(_pretty(mutation))

@@ -21,7 +21,7 @@ from uuid import UUID
 
 import pytest
 
-from tests.fixtures.skill_suite import build_skill_suite
+from tests.fixtures.skill_suite import build_skill_suite, marker_events
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +194,51 @@ def test_a_preflight_subflow_shows_under_its_own_run_name_in_the_parent(conforma
     assert len(tracking) == 1 and len(children) == 1
     assert re.fullmatch(r"preflight 1 suite \d{4}-\d\d-\d\dT\d\d:\d\dZ", children[0].name)
     assert tracking[0].name == children[0].name
+
+
+def test_a_server_that_stops_mid_run_is_one_line_and_69(conformance, tmp_path):
+    """The server goes away while legs run: the CLI kills its legs and exits 69 within seconds, with one
+    line naming PREFECT_API_URL and the fix (not minutes of retries and a multi-line error every event)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    suites = tmp_path / "suites"
+    _, marker = build_skill_suite(conformance, suites, probes=PROBES, delay_s=20.0, max_elapsed_ms=60000)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = SubprocessASGIServer(port=port)
+    server.start(timeout=120)
+    env = {**os.environ, "PREFECT_API_URL": server.api_url, "EVALQUALITY_HOME": str(tmp_path / "home"),
+           "EVALQUALITY_PROGRESS_SECONDS": "0"}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(tmp_path / "out"),
+         "--baseline", str(tmp_path / "none.json")],
+        cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and len(marker_events(marker)) < 1:  # a leg is running
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.2)
+    finally:
+        server.stop()
+    stopped = time.monotonic()
+    try:
+        out, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert run.returncode == 69, err[-3000:]
+    assert time.monotonic() - stopped < 60
+    assert "Traceback" not in err, err[-3000:]
+    assert lines[-1] == (
+        f"python -m flows.preflight: PREFECT_API_URL={server.api_url} stopped answering during the run "
+        + lines[-1].split("stopped answering during the run ", 1)[1]
+    )
+    assert "start that server again (or unset PREFECT_API_URL)" in lines[-1]
+    # Before it: the flow-run URL and the plan, and at most one batch of Prefect's lost-connection
+    # chatter that raced the watchdog's first check (a refused /health each second, three in a row).
+    assert lines[0].startswith("flow run: ") and len(lines) <= 5, err
+    # No leg outlived the run: every leg that started was killed (its sleep never reached its end).
+    time.sleep(1)
+    assert marker_events(marker) and not marker_events(marker, "end")
