@@ -64,8 +64,8 @@ from evalquality_core.canonical import (
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
-from evalquality_core.suite.load import suite_file_or_fallback
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -160,8 +160,8 @@ class StrengthRun:
 
 
 def _read(model: type, path: Path) -> Any:
-    """A strict read of one JSON artifact; a fault names the file."""
-    return read_artifact(model, scan_json(path.read_bytes(), str(path)), str(path))
+    """A strict read of one JSON artifact under the input size cap; a fault or refusal names the file."""
+    return read_artifact(model, scan_json(read_suite_bytes(path), str(path)), str(path))
 
 
 def corpus_digest_of(directory: Path) -> str:
@@ -221,7 +221,7 @@ def floors_of(directory: Path) -> dict[str, float]:
     if not path.is_file():
         return {}
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
+        settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise ValueError(f"{path}: not TOML: {problem}") from None
     return check_floors(settings.get("floors", {}), f"{path}[floors]")
@@ -312,11 +312,11 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
         for model, path in checks:
             try:
                 _read(model, path)
-            except (EvalQualityFault, OSError) as fault:
+            except (EvalQualityFault, SuiteError, OSError) as fault:
                 failures.append(f"{path}: {fault}")
         try:
             read_suite_strength(folder / CONTRACT_STRENGTH_FILE)
-        except (EvalQualityFault, OSError) as fault:
+        except (EvalQualityFault, SuiteError, OSError) as fault:
             failures.append(f"{folder / CONTRACT_STRENGTH_FILE}: {fault}")
     return failures
 
@@ -391,7 +391,7 @@ def contract_strength(
             prepared[suite.name] = _prepare_suite(suite, suites_root)
             if trials == "live":
                 live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     for suite in suites:
         if suite.name in problems:
@@ -404,7 +404,7 @@ def contract_strength(
             else:
                 sealed = None
             submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
-        except (EvalQualityFault, ValueError, OSError) as problem:
+        except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
     task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
@@ -504,6 +504,8 @@ class _PreparedSuite:
     policy: Any
     corpus_digest: str
     floors: Mapping[str, float]
+    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
+    contract_wire: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
@@ -514,7 +516,9 @@ def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
         # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
         # field named ``keys`` (a reference set's) and fails. The task still receives the model.
         brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
-    return _PreparedSuite(contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors)
+    return _PreparedSuite(
+        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
+    )
 
 
 def _submit_scores(
@@ -549,7 +553,7 @@ def _submit_scores(
             submitted[key] = score_task.submit(
                 suite.name,
                 probe["probeId"],
-                quote(prepared.contract),
+                prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
                 probe,
                 trials.records,
                 prepared.policy,
@@ -603,14 +607,14 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
     from evalquality_core.suite.evaluator_protocol import evaluator_command_of
 
     settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = tomllib.loads(settings_path.read_text(encoding="utf-8")) if settings_path.is_file() else {}
+    settings = tomllib.loads(read_suite_text(settings_path)) if settings_path.is_file() else {}
     command = evaluator_command_of(settings, str(settings_path))
     contract = dict(suite.contract)
     brief = to_wire(prepared.brief)
     brief_digest = digest_artifact(brief)
     contract_digest = digest_artifact(contract)
     choices = suite.directory / "evaluator.json"
-    choices_digest = digest_bytes(choices.read_bytes()) if choices.is_file() else digest_bytes(b"")
+    choices_digest = digest_bytes(read_suite_bytes(choices) if choices.is_file() else b"")
     minimum = int(to_wire(prepared.policy)["minimumTrialCount"])
     samples = _samples(home, [f"{suite.name}/{p['probeId']}" for p in suite.probes], fresh)
     submitted: dict[str, list[tuple[int, Any]]] = {}
@@ -624,7 +628,7 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
             key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
                             choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
             job = TrialJob(str(suite.directory), contract, brief, command, key)
-            futures.append((index, run_trial.submit(suite.name, pid, index, key, quote(job))))
+            futures.append((index, run_trial.submit(suite.name, pid, index, key, job)))
         submitted[pid] = futures
     return _LiveSuite(submitted, command, contract, brief_digest)
 
@@ -665,7 +669,7 @@ def _collect_trials(
             probe_problems[(suite.name, pid)] = problem
             continue
         seals[pid] = [
-            (folder, seal_record.submit(suite.name, pid, index, quote(answer), quote(contract), brief_digest, command, folder))
+            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder))
             for index, answer in answers
             for folder in [f"trials/{pid}/trial-{index}"]
         ]

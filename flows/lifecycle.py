@@ -287,7 +287,14 @@ def api_refusal(problem: BaseException) -> str | None:
 
 def check_flow_inputs(suites_dir: Path, out_dir: Path | None) -> None:
     """Refuse, before any Prefect start, inputs a run cannot use: a ``--suites`` that is not a
-    directory, an ``--out`` that exists and is not a directory (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    directory, an ``--out`` that exists and is not a directory, an ``EVALQUALITY_MAX_INPUT_BYTES`` that is
+    not a positive whole number (64), an unreachable ``PREFECT_API_URL`` (69)."""
+    from evalquality_core.suite.load import input_cap
+
+    try:
+        input_cap()
+    except ValueError as problem:
+        raise FlowInputError(str(problem)) from None
     if not suites_dir.is_dir():
         what = "does not exist" if not suites_dir.exists() else "is not a directory"
         raise FlowInputError(f"--suites {suites_dir} {what}")

@@ -75,6 +75,7 @@ from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_
 from tasks.preflight import (
     LegJob,
     abort_event,
+    leg_call,
     leg_key,
     listen_to_legs,
     plan_preflight_task,
@@ -314,7 +315,7 @@ def _submit_legs(
     for item, leg_id, job in firsts + repeats:
         with tags(f"suite:{item.suite.name}"):
             futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(
-                item.suite.name, item.probe_id, leg_id, quote(job)
+                item.suite.name, item.probe_id, leg_id, quote(job), leg_call(job.request)
             )
     return futures
 

@@ -34,6 +34,7 @@ from evalquality_core.artifacts.base import (
 from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.registries import ProbeClass, Verdict
+from evalquality_core.suite.load import SuiteError, read_suite_bytes
 from flows.output import write_atomically
 from flows.strength_document import (
     CONTRACT_STRENGTH_FILE,
@@ -183,7 +184,11 @@ def read_baseline(path: Path) -> dict[str, BaselineSuite] | None:
     """Read the baseline; ``None`` when the file is missing; ``RuntimeFault`` naming the path when malformed."""
     if not path.is_file():
         return None
-    data = scan_json(path.read_bytes(), str(path))
+    try:
+        raw = read_suite_bytes(path)  # under the input size cap, as every suite file
+    except SuiteError as problem:
+        raise RuntimeFault("budget-exhausted", str(path), str(problem)) from None
+    data = scan_json(raw, str(path))
     if not isinstance(data, dict):
         raise RuntimeFault("schema-parse-failure", str(path), "expected an object keyed by suite")
     return {suite: read_artifact(BaselineSuite, entry, f"{path}.{suite}") for suite, entry in data.items()}

@@ -5,7 +5,9 @@ array), ``targets.toml`` (the target registry, harness.md A.1), ``suite.toml`` w
 ``fixtures/`` (staged by :mod:`evalquality_core.suite.staging`), and optionally ``mutations/`` (one declared
 mutation per defect probe; a seeded-fault leg runs against it, every other leg against the clean
 system). A folder that cannot be loaded becomes a ``SuiteProblem`` naming the file and why, so the run
-reports it instead of crashing, and the baseline gate exits 2 for it.
+reports it instead of crashing, and the baseline gate exits 2 for it. Every suite file is read under the
+input size cap (``EVALQUALITY_MAX_INPUT_BYTES``, 64 MiB by default, as the CLI's inputs are): a larger one
+is such a problem, refused before it is parsed.
 """
 
 from __future__ import annotations
@@ -104,9 +106,12 @@ find_suites = suite_load.find_suites
 
 
 def _read_json(path: Path) -> Any:
+    """A suite file's JSON, read under the input size cap (``suite_load.read_suite_bytes``)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as problem:
+        return json.loads(suite_load.read_suite_bytes(path))
+    except suite_load.SuiteError as problem:
+        raise SuiteLoadError(str(problem)) from None
+    except ValueError as problem:
         raise SuiteLoadError(f"{path}: {problem}") from None
 
 
@@ -145,9 +150,9 @@ def load_suite(directory: Path) -> Suite:
         )
         targets_path = directory / "targets.toml"
         try:
-            text = targets_path.read_text(encoding="utf-8")
-        except OSError as problem:
-            raise SuiteLoadError(f"{targets_path}: {problem}") from None
+            text = suite_load.read_suite_text(targets_path)
+        except suite_load.SuiteError as problem:
+            raise SuiteLoadError(str(problem)) from None
         registry = parse_targets(text, str(targets_path))
         policy = registry.to_policy(_substitutions())
         mcp_policy = registry.to_mcp_policy(_substitutions()) if registry.mcp_entries else None

@@ -5,7 +5,9 @@ Prefect: the leg cache (tasks/leg_cache.py) answers it, keyed on the request, so
 collapse across legs, probes and runs, single-flight across threads and processes. Each spawned leg
 runs in a fresh workspace the suite's staging fills, through the real adapter of its kind (the
 command-line adapter for a cli leg, the stdio MCP adapter for an mcp leg: one tool-server session),
-with an abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3).
+with an abort signal the flow sets when it is interrupted. Run names are ``<suite>/<probe>/<leg-id>`` (style.md §3);
+a tool-server leg's name also says which tool it calls, ``<suite>/<probe>/<leg-id> (<toolName>)``
+(``leg_call``): a leg id such as ``preflight-control-observe`` does not say which call a session makes.
 
 A leg's task run ends in a state that says how it was answered: ``Completed`` with the exit code and the
 seconds (a live spawn), ``Cached`` (a Completed-type state so named, as Prefect names its own cache hits)
@@ -220,7 +222,7 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         if job.request.get("kind") == "mcp":
             adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
         elif job.request.get("kind") == "api" and job.targets is not None:
-            # A fresh server from this leg's staged workspace, stopped (group-killed) when the call ends.
+            # A fresh server from this leg's staged workspace, a leg process (watchdog, lifeline) killed when the call ends.
             adapter = ServiceAdapter(job.targets, {"python": sys.executable}, workdir=workspace)
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)
@@ -232,14 +234,22 @@ def _spawn(job: LegJob) -> dict[str, Any]:
     return observation_to_wire(observation)
 
 
+def leg_call(request: Mapping[str, Any]) -> str:
+    """What a leg's run name adds after its id: `` (<toolName>)`` for a tool call, else nothing."""
+    return f" ({request['toolName']})" if request.get("kind") == "mcp" else ""
+
+
 @task(
     name="spawn-leg",
-    task_run_name="{suite}/{probe_id}/{leg_id}",
+    task_run_name="{suite}/{probe_id}/{leg_id}{call}",
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> State:
+def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "") -> State:
     """Answer one leg from the leg cache or by one live spawn; end in the state saying which (module docstring).
+
+    ``call`` is ``leg_call(job.request)``: it names a tool-server leg's tool in the run name, the log
+    lines and what a collapsed or cached twin says it was answered by.
 
     A fault (timeout, denial, a cache miss under ``--from-cache``) is never cached; the task run ends
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
@@ -247,7 +257,7 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob) -> State:
     """
     from prefect.runtime import flow_run
 
-    leg = f"{suite}/{probe_id}/{leg_id}"
+    leg = f"{suite}/{probe_id}/{leg_id}{call}"
     cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
     _tell(job.invocation, "start", leg)
     try:

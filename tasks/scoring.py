@@ -83,18 +83,20 @@ def score_task(
     isolation_manifest: Any | None,
     evaluator_configuration: Any | None,
 ) -> ProbeScore:
-    """Ingest every trial record, score the trial set, emit the evidence (scoring.md §7–§9) → ``ProbeScore``."""
-    from prefect.utilities.annotations import BaseAnnotation
+    """Ingest every trial record, score the trial set, emit the evidence (scoring.md §7–§9) → ``ProbeScore``.
 
+    ``contract`` is the compiled ``EvalContract`` or its wire JSON; the flow sends the wire JSON (a plain
+    mapping is what every task runner moves intact: Prefect's ``quote()`` is a 1-tuple subclass whose
+    pickle round trip nests it one tuple deeper, so a quoted model reached a Dask process worker as a
+    tuple). The key is the same either way: a model's input digest is the digest of its wire JSON.
+    """
+    from evalquality_core.artifacts.base import read_artifact
+    from evalquality_core.artifacts.contract import EvalContract
     from evalquality_core.evaluate.pointers import as_wire
     from evalquality_core.pipeline import run_score
 
-    if isinstance(contract, BaseAnnotation):  # quote() reaches a Dask worker still wrapped
-        contract = contract.unwrap()
-    elif isinstance(contract, tuple) and len(contract) == 1:  # ...or as the bare 1-tuple it subclasses
-        contract = contract[0]
     run = run_score(
-        contract,
+        read_artifact(EvalContract, contract, "EvalContract") if isinstance(contract, Mapping) else contract,
         probe,
         list(records),
         policy,

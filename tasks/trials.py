@@ -30,12 +30,9 @@ from prefect.states import Failed
 
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
-from evalquality_core.artifacts.isolation import IsolationManifest
-from evalquality_core.artifacts.run_record import SealedRunRecord
-from evalquality_core.canonical import canonical_bytes, digest_artifact, digest_bytes, serialize_artifact
+from evalquality_core.canonical import canonical_bytes, digest_bytes
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
-from evalquality_core.registries import FORBIDDEN_INPUT_FLOOR
 from evalquality_core.suite.evaluator_protocol import (
     PROTOCOL,
     EvaluatorCommand,
@@ -146,9 +143,10 @@ def run_trial(suite: str, probe_id: str, trial_index: int, key: str, job: TrialJ
 def evaluator_configuration_of(
     command: EvaluatorCommand, contract: Mapping[str, Any], brief_digest: str
 ) -> dict[str, Any]:
-    """The evaluator configuration a live trial declares: the command's identity and the contract's budgets."""
-    tools = sorted({" ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
-                    for interface in contract["permittedInterfaces"] for op in interface["operations"]})
+    """The evaluator configuration a live trial declares: the command's identity, every operation the
+    contract permits (cli, api and mcp alike, named as the stored trials name them) and its budgets."""
+    from evalquality_core.suite.evaluator import tool_inventory
+
     value = {
         "schemaVersion": EvaluatorConfiguration.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,
@@ -158,13 +156,13 @@ def evaluator_configuration_of(
         "modelSnapshot": command.model,
         "systemPromptDigest": digest_bytes(canonical_bytes(command.identity())),
         "decodingParameters": {},
-        "toolInventory": tools,
+        "toolInventory": tool_inventory(contract),
         "permissionInventory": [],
         "budgets": dict(contract["budgets"]),
         "seed": None,
         "judgeConfiguration": None,
     }
-    return to_wire(read_artifact(EvaluatorConfiguration, value, "EvaluatorConfiguration"))
+    return to_wire(read_artifact(EvaluatorConfiguration, value, "EvaluatorConfiguration"))  # type: ignore[no-any-return]
 
 
 @task(name="seal-record", task_run_name="seal/{suite}/{probe_id}/{trial_index}", cache_policy=NO_CACHE, persist_result=False)
@@ -172,66 +170,27 @@ def seal_record(
     suite: str, probe_id: str, trial_index: int, answer: TrialAnswer, contract: Mapping[str, Any],
     brief_digest: str, command: EvaluatorCommand, trial_folder: str,
 ) -> SealedTrial:
-    """Seal one answered trial; references name files under ``trial_folder`` (relative to the suite's output)."""
+    """Seal one answered trial (``evalquality_core.suite.evaluator.seal_trial``, as the stored trials are
+    sealed); references name files under ``trial_folder`` (relative to the suite's output)."""
+    from evalquality_core.suite.evaluator import seal_trial
+
     configuration = evaluator_configuration_of(command, contract, brief_digest)
-    configuration_digest = digest_artifact(configuration)
-    contract_digest = digest_artifact(dict(contract))
-    run_id = f"{suite}-{probe_id.lower()}"
-    actions = "".join(canonical_bytes(r).decode("utf-8") + "\n" for r in answer.requests).encode("utf-8")
-    resource_use = {"toolCalls": len(answer.requests) + answer.tool_calls, "inputTokens": 0, "outputTokens": 0,
-                    "wallClockSeconds": 0, "costUsd": "0"}
-    manifest = to_wire(read_artifact(IsolationManifest, {
-        "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
-        "parentDigest": None,
-        "revisionCount": 0,
-        "runId": run_id,
-        "contractId": contract["contractId"],
-        "conditionArm": answer.arm,
-        "modelSnapshot": command.model,
-        "systemPromptDigest": configuration["systemPromptDigest"],
-        "contractDigest": contract_digest,
-        "evaluatorConfigurationDigest": configuration_digest,
-        "workspaceIdentity": f"{run_id}-trial-{trial_index}",
-        "allowedMounts": [],
-        "observedMounts": [],
-        "networkAllowlist": [],
-        "observedNetworkTargets": [],
-        "toolAllowlist": configuration["toolInventory"],
-        "observedToolCalls": sorted({" ".join([r["executable"], *r["subcommandPath"]]) for r in answer.requests}),
-        "resourceCeilings": {"maxToolCalls": max(1, contract["budgets"]["maxToolCalls"], resource_use["toolCalls"]),
-                             "maxInputTokens": 1, "maxOutputTokens": 1,
-                             "maxWallClockMinutes": max(1, contract["budgets"]["maxWallClockMinutes"]),
-                             "maxCostUsd": "0.01"},
-        "actualResourceUse": resource_use,
-        "forbiddenInputAccounting": {name: {"withheld": True, "note": None} for name in FORBIDDEN_INPUT_FLOOR},
-        "violation": None,
-    }, "IsolationManifest"))
-    folder = trial_folder.rstrip("/")
-    record = to_wire(read_artifact(SealedRunRecord, {
-        "schemaVersion": SealedRunRecord.WRITTEN_SCHEMA_VERSION,
-        "parentDigest": None,
-        "revisionCount": 0,
-        "runId": run_id,
-        "conditionArm": answer.arm,
-        "mode": "contract-scoring",
-        "trialIndex": trial_index,
-        "contractDigest": contract_digest,
-        "sealedBriefDigest": brief_digest,
-        "evaluatorConfigurationDigest": configuration_digest,
-        "evaluatorRecommendation": answer.recommendation,
-        "oracleDispositions": answer.dispositions,
-        "findings": [{**finding, "probeId": probe_id} for finding in answer.findings],
-        "observations": answer.observations,
-        "judgeResults": [],
-        "actionsArtifact": {"path": f"{folder}/actions.jsonl", "digest": digest_bytes(actions), "storage": "public",
-                            "privateRef": None},
-        "isolationManifestArtifact": {"path": f"{folder}/isolation-manifest.json",
-                                      "digest": digest_bytes(serialize_artifact(manifest)),
-                                      "storage": "public", "privateRef": None},
-        "resourceUse": resource_use,
-        "evidenceDisclosure": {"truncationBound": None, "reportedIncomplete": False},
-    }, "SealedRunRecord"))
-    return SealedTrial(record, manifest, configuration, actions)
+    sealed = seal_trial(
+        contract=contract,
+        configuration=configuration,
+        run_id=f"{suite}-{probe_id.lower()}",
+        arm=answer.arm,
+        trial_index=trial_index,
+        requests=answer.requests,
+        observations=answer.observations,
+        dispositions=answer.dispositions,
+        # The protocol's findings name no probe (the evaluator is never told which one is planted).
+        findings=[{**finding, "probeId": probe_id} for finding in answer.findings],
+        recommendation=answer.recommendation,
+        folder=trial_folder,
+        evaluator_tool_calls=answer.tool_calls,
+    )
+    return SealedTrial(sealed.record, sealed.manifest, configuration, sealed.actions)
 
 
 def protocol_version() -> str:

@@ -2,7 +2,7 @@
 
 preflight-adapter.md §4 (policy, order of operations, argv, stdin, spawn, caps, read-back, faults).
 Every denial is decided by the pure ``probe.policy`` before any process starts. The child is spawned
-without a shell, as the leader of a new session and process group, under a per-leg watchdog
+without a shell, as the leader of a new session and process group, under a leg watchdog
 (``process_group``), with an environment of the adapter's own ``PATH`` (absolute entries only) plus
 the declared, permitted keys only. Output is read incrementally and never kept past
 ``maxOutputBytes``; a budget breach kills the whole tree.
@@ -40,8 +40,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
-from evalquality_core.adapters.process_group import _LIVE_LOCK as _LIVE_LOCK  # noqa: F401  (mcp_stdio)
-from evalquality_core.adapters.process_group import _RAW_GROUPS as _LIVE_GROUPS  # noqa: F401
+from evalquality_core.adapters.local_target import (
+    LocalTargetAdapter,
+    absolute_path_entries,
+    admit,
+    call_mechanism,
+    launch_leg,
+    leg_cwd,
+    leg_environment,
+)
 from evalquality_core.adapters.process_group import (
     LegProcess,
     kill_all_live_groups,
@@ -51,13 +58,10 @@ from evalquality_core.adapters.process_group import (
     untrack_process_group,
 )
 from evalquality_core.artifacts.port_messages import (
-    ApiProbeRequest,
     CliProbeObservation,
     CliProbeRequest,
     JsonPayload,
-    McpProbeRequest,
     TextPayload,
-    read_probe_request,
 )
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.argv import build_argv, json_stringify
@@ -72,6 +76,7 @@ from evalquality_core.probe.port import AbortSignal
 
 __all__ = [
     "CommandLineAdapter",
+    "absolute_path_entries",
     "LaunchSpec",
     "Mechanism",
     "ProcessResult",
@@ -87,8 +92,6 @@ __all__ = [
 _CHUNK = 65536
 #: How often a run polls its abort signal while nothing else happens (the prompt-abort rule).
 _ABORT_POLL_S = 0.02
-
-_TYPED_REQUESTS = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
 
 @dataclass(frozen=True)
 class LaunchSpec:
@@ -130,15 +133,6 @@ class Mechanism(Protocol):
         ...
 
 
-def _spawn_failure(exc: OSError, spec: LaunchSpec) -> RuntimeFault:
-    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-    where = exc.filename if exc.filename is not None else spec.argv[0]
-    detail = f'could not start "{spec.argv[0]}" in "{spec.cwd}": {name} ({where}): {exc.strerror or exc}'
-    if exc.errno == errno.E2BIG:
-        return RuntimeFault("port-failure", "ProbeObservation", detail, port_failure_reason="launch-too-large")
-    return RuntimeFault("port-failure", "ProbeObservation", detail)
-
-
 def run_process(spec: LaunchSpec, abort: AbortSignal | None = None) -> ProcessResult:
     """The real mechanism: launch under a watchdog, feed stdin, read both streams under the caps.
 
@@ -146,10 +140,7 @@ def run_process(spec: LaunchSpec, abort: AbortSignal | None = None) -> ProcessRe
     ``CommandProbeRequest`` (time, or a stream's byte cap, naming which) or ``aborted``. Whatever the
     target started is killed when it ends (``process_group``), setsid grandchildren included.
     """
-    try:
-        leg = LegProcess.launch(spec.argv, spec.cwd, spec.env, stdin=bool(spec.stdin))
-    except OSError as exc:
-        raise _spawn_failure(exc, spec) from None
+    leg = launch_leg(spec.argv, spec.cwd, spec.env, stdin=bool(spec.stdin))
     started = time.monotonic()
     try:
         stdout, stderr, exit_code = _supervise(leg, spec, abort)
@@ -265,13 +256,7 @@ def _stdin_bytes(request: CliProbeRequest) -> bytes | None:
     return None
 
 
-def _resolve(base: str | None, path: str) -> str:
-    if os.path.isabs(path) or base is None:
-        return path
-    return os.path.join(base, path)
-
-
-class CommandLineAdapter:
+class CommandLineAdapter(LocalTargetAdapter[CommandTargetPolicy, CliProbeObservation]):
     """The real ``ProbePort`` for cli requests under a ``CommandTargetPolicy`` (§4).
 
     ``CommandLineAdapter(policy, workdir=None, mechanism=run_process, search_path=None)``;
@@ -279,28 +264,8 @@ class CommandLineAdapter:
     PATH the child sees (default: this process's PATH at call time); a request can never set it.
     """
 
-    def __init__(
-        self,
-        policy: CommandTargetPolicy,
-        *,
-        workdir: str | os.PathLike[str] | None = None,
-        mechanism: Mechanism = run_process,
-        search_path: str | None = None,
-    ) -> None:
-        self.policy = policy
-        self.workdir = None if workdir is None else os.fspath(workdir)
-        self.mechanism = mechanism
-        self.search_path = search_path
-
-    def probe(
-        self,
-        request: CliProbeRequest | dict[str, Any] | Any,
-        *,
-        abort: AbortSignal | None = None,
-        workdir: str | os.PathLike[str] | None = None,
-    ) -> CliProbeObservation:
-        """Run one request (§4.2): abort check, parse, policy, environment, argv, spawn, read-back."""
-        return self.probe_timed(request, abort=abort, workdir=workdir).observation
+    default_mechanism = staticmethod(run_process)
+    mechanism: Mechanism
 
     def probe_timed(
         self,
@@ -310,36 +275,15 @@ class CommandLineAdapter:
         workdir: str | os.PathLike[str] | None = None,
     ) -> TimedObservation:
         """``probe``, also returning the run's elapsed milliseconds (spawn to reap)."""
-        if abort is not None and abort.is_set():
-            raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
-        # A typed request is taken as is; anything else (wire JSON, or junk) goes through the schema.
-        parsed = request if isinstance(request, _TYPED_REQUESTS) else read_probe_request(request)
-        decision = evaluate_request(self.policy, parsed)
-        if not decision.allowed or decision.authorization is None:
-            raise forbidden_target_fault(decision)
-        assert isinstance(parsed, CliProbeRequest)
-        authorization = decision.authorization
-        base = os.fspath(workdir) if workdir is not None else self.workdir
-        cwd = _resolve(base, authorization.cwd)
+        parsed, authorization = admit(request, abort, self.policy, evaluate_request, forbidden_target_fault)
+        assert isinstance(parsed, CliProbeRequest) and isinstance(authorization, CommandTargetAuthorization)
+        cwd = leg_cwd(workdir, self.workdir, authorization.cwd)
         spec = self.launch_spec(parsed, authorization, cwd)
         # Opened before the run: read-back starts from this directory even if the target renames or
         # replaces it (its path could then lead anywhere).
         cwd_fd = _open_directory(cwd)
         try:
-            try:
-                result = self.mechanism(spec, abort)
-            except RuntimeFault:
-                raise
-            except OSError as exc:  # a mechanism's own launch failure keeps its errno (E2BIG included)
-                if abort is not None and abort.is_set():
-                    raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
-                raise _spawn_failure(exc, spec) from None
-            except Exception as exc:  # §3.4: any other mechanism error
-                if abort is not None and abort.is_set():
-                    raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
-                raise RuntimeFault(
-                    "port-failure", "ProbeObservation", f"the underlying mechanism threw {type(exc).__name__}: {exc}"
-                ) from exc
+            result = call_mechanism(self.mechanism, spec, abort, spec.argv, spec.cwd)
             remaining_s = max(0.0, (authorization.max_elapsed_ms - result.elapsed_ms) / 1000.0)
             artifacts = self.read_artifacts(authorization, cwd, cwd_fd=cwd_fd, deadline=time.monotonic() + remaining_s)
         finally:
@@ -354,9 +298,7 @@ class CommandLineAdapter:
         The child's ``PATH`` keeps absolute entries only: an empty, ``.`` or relative entry would let
         a file in the working directory (which the target controls) answer a bare command name.
         """
-        path = self.search_path if self.search_path is not None else os.environ.get("PATH")
-        env = {} if path is None else {"PATH": absolute_path_entries(path)}
-        env.update(request.channels.environment)
+        env = leg_environment(self.search_path, request.channels.environment)
         argv = (
             authorization.target,
             *authorization.target_args,
@@ -402,11 +344,6 @@ class CommandLineAdapter:
         finally:
             if own_fd and cwd_fd is not None:
                 os.close(cwd_fd)
-
-
-def absolute_path_entries(path: str) -> str:
-    """``PATH`` with only its absolute entries, in order (empty, ``.`` and relative entries dropped)."""
-    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
 
 
 _O_PATH = getattr(os, "O_PATH", 0)

@@ -34,6 +34,14 @@ Order of operations for one probe:
 Caps come from the authorization that allowed the *first* hop; later hops must be authorized but do
 not change the caps. Environment proxies (``HTTP_PROXY`` …) are never used: the transport is built
 here, with no proxy and no retries.
+
+Per-request cost (benchmarks/bench_http_adapter.py): each thread builds one ``httpx.Client`` per
+scheme over the pinned transport, once, and reuses it for every hop; what makes a hop a hop is set
+per hop on the thread (its pin: host, port, validated address, the sockets to shut down). The pool
+keeps no connection alive (every hop connects afresh to its own pinned address) and the cookie jar
+is emptied after every hop, so reuse carries nothing from one hop to the next. Policy decisions are
+remembered per adapter (the policy is frozen; name resolution is never cached), and the watchdog
+thread is woken only when a hop needs it sooner than it would wake anyway.
 """
 
 from __future__ import annotations
@@ -54,14 +62,12 @@ import httpcore
 import httpx
 
 from evalquality_core.artifacts.port_messages import (
-    AbsentPayload,
     ApiProbeObservation,
     ApiProbeRequest,
     CliProbeRequest,
     JsonPayload,
     McpProbeRequest,
     RawBody,
-    TextPayload,
     read_probe_observation,
     read_probe_request,
 )
@@ -75,7 +81,7 @@ from evalquality_core.probe.api_policy import (
     evaluate_api_target,
 )
 from evalquality_core.probe.argv import js_key_order, js_string_of, json_stringify
-from evalquality_core.probe.observation import observation_to_wire_payload, observed_from_text
+from evalquality_core.probe.observation import NOT_JSON, json_value_of_text
 from evalquality_core.probe.port import AbortSignal
 
 __all__ = [
@@ -110,6 +116,8 @@ _JSON_MEDIA = re.compile(r"^(application/json|[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+
 _BEFORE_ADDRESS = frozenset({"interface-not-authorized", "scheme-not-authorized", "host-not-authorized", "port-not-authorized"})
 
 _TYPED_REQUESTS = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
+#: At most this many decisions are remembered per adapter (a bound, not a tuning knob).
+_DECISION_CACHE = 1024
 
 
 @dataclass(frozen=True)
@@ -215,14 +223,21 @@ def _shutdown(sock: socket.socket) -> None:
         pass
 
 
-class _PinnedBackend(httpcore.NetworkBackend):
-    """Connects ``host:port`` to the one validated address, and nothing else."""
+@dataclass(frozen=True)
+class _Pin:
+    """Where the hop in flight on this thread may connect: ``host:port`` → ``address`` only."""
 
-    def __init__(self, host: str, port: int, address: str, sockets: _Sockets) -> None:
-        self._host = host.lower()
-        self._port = port
-        self._address = address
-        self._sockets = sockets
+    host: str
+    port: int
+    address: str
+    sockets: _Sockets
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    """Connects the hop in flight on the calling thread (its ``_Pin``) to its one validated
+    address, and nothing else; with no hop in flight it connects nowhere."""
+
+    def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(
@@ -233,14 +248,15 @@ class _PinnedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.NetworkStream:
-        if host.lower().strip("[]") != self._host.strip("[]") or port != self._port:
+        pin: _Pin | None = getattr(_THREAD, "pin", None)
+        if pin is None or host.lower().strip("[]") != pin.host or port != pin.port:
             raise httpcore.ConnectError(f"{host}:{port} is not the validated target of this hop")
-        if self._sockets.cancelled:
+        if pin.sockets.cancelled:
             raise httpcore.ConnectError("the hop was cancelled")
-        stream = self._inner.connect_tcp(self._address, port, timeout, local_address, socket_options)
+        stream = self._inner.connect_tcp(pin.address, port, timeout, local_address, socket_options)
         sock = stream.get_extra_info("socket")
         if isinstance(sock, socket.socket):
-            self._sockets.add(sock)
+            pin.sockets.add(sock)
         return stream
 
     def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
@@ -266,8 +282,13 @@ class _Stream(httpx.SyncByteStream):
 class _PinnedTransport(httpx.BaseTransport):
     """An httpx transport over an httpcore pool whose network backend is pinned (no proxy, no retry)."""
 
-    def __init__(self, backend: _PinnedBackend, ssl_context: ssl.SSLContext | None) -> None:
-        self._pool = httpcore.ConnectionPool(ssl_context=ssl_context, network_backend=backend, retries=0, max_connections=1)
+    def __init__(self, ssl_context: ssl.SSLContext | None) -> None:
+        # No keep-alive: every hop opens its own connection to its own pinned address, and no
+        # connection outlives the hop that the watchdog can shut down.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context, network_backend=_PinnedBackend(), retries=0, max_connections=1,
+            max_keepalive_connections=0,
+        )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         core_request = httpcore.Request(
@@ -310,14 +331,31 @@ def is_redirect(status: int, headers: tuple[tuple[str, str], ...]) -> bool:
     return status in REDIRECT_STATUSES and any(name == "location" for name, _ in headers)
 
 
+#: Per thread: the hop in flight (``pin``) and one httpx client per scheme over the pinned transport,
+#: built once and reused by every hop on that thread (a client costs more to build than a loopback
+#: exchange; it keeps no connection, so reuse shares nothing between hops but the code path).
+_THREAD = threading.local()
+
+
+def _client(scheme: str) -> httpx.Client:
+    clients: dict[str, httpx.Client] | None = getattr(_THREAD, "clients", None)
+    if clients is None:
+        clients = _THREAD.clients = {}
+    client = clients.get(scheme)
+    if client is None:
+        transport = _PinnedTransport(_ssl_context() if scheme == "https" else None)
+        client = clients[scheme] = httpx.Client(transport=transport, follow_redirects=False, trust_env=False)
+    return client
+
+
 def _exchange(hop: HttpHop, sockets: _Sockets) -> HopResponse:
     started = time.monotonic()
     remaining = max(0.001, hop.deadline - started)
     scheme = hop.url.split(":", 1)[0]
-    backend = _PinnedBackend(hop.host, hop.port, hop.address, sockets)
-    transport = _PinnedTransport(backend, _ssl_context() if scheme == "https" else None)
-    with httpx.Client(transport=transport, follow_redirects=False, trust_env=False) as client:
-        request = httpx.Request(
+    client = _client(scheme)
+    _THREAD.pin = _Pin(hop.host.lower().strip("[]"), hop.port, hop.address, sockets)
+    try:
+        request = client.build_request(
             hop.method,
             hop.url,
             headers=list(hop.headers),
@@ -342,6 +380,9 @@ def _exchange(hop: HttpHop, sockets: _Sockets) -> HopResponse:
             return HopResponse(response.status_code, headers, bytes(kept), None, _ms_since(started))
         finally:
             response.close()
+    finally:
+        _THREAD.pin = None
+        client.cookies.clear()  # the jar is the client's, never carried from one hop to the next
 
 
 def _ms_since(started: float) -> int:
@@ -360,21 +401,26 @@ class _Watchdog:
     """One daemon thread for every hop in flight: it polls each hop's abort signal (every 20 ms)
     and deadline and, when one fires, shuts that hop's sockets down, which wakes the calling thread
     out of any blocking read. The I/O itself runs on the calling thread, so a hop costs no thread
-    hand-off; with nothing in flight the watchdog sleeps on its condition."""
+    hand-off; with nothing in flight the watchdog sleeps on its condition. A new hop wakes the
+    thread only when it needs a look sooner than the thread's next wake-up (``_wake_at``), so a
+    stream of hops with the same caps costs no wake-up per hop."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._watched: dict[int, _Watched] = {}
         self._thread: threading.Thread | None = None
+        self._wake_at = float("inf")
 
     def watch(self, sockets: _Sockets, deadline: float, abort: AbortSignal | None) -> _Watched:
         watched = _Watched(sockets, deadline, abort)
+        first_look = deadline if abort is None else min(deadline, time.monotonic() + _ABORT_POLL_S)
         with self._cond:
             self._watched[id(watched)] = watched
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="eval-quality-http-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif first_look < self._wake_at:
+                self._cond.notify()
         return watched
 
     def unwatch(self, watched: _Watched) -> None:
@@ -385,6 +431,7 @@ class _Watchdog:
         with self._cond:
             while True:
                 if not self._watched:
+                    self._wake_at = float("inf")
                     self._cond.wait()
                     continue
                 now = time.monotonic()
@@ -401,7 +448,9 @@ class _Watchdog:
                     timeout = min(timeout, watched.deadline - now)
                     if watched.abort is not None:
                         timeout = min(timeout, _ABORT_POLL_S)
-                self._cond.wait(max(0.001, timeout))
+                timeout = max(0.001, timeout)
+                self._wake_at = now + timeout
+                self._cond.wait(timeout)
 
 
 _WATCHDOG = _Watchdog()
@@ -458,15 +507,18 @@ def assemble_api_observation(request: ApiProbeRequest, status: int, headers: tup
         if key == "set-cookie":
             continue
         joined[key] = f"{joined[key]}, {value}" if key in joined else value
+    # The payload's wire form is built directly (the schema check below covers it once).
+    payload: dict[str, Any]
     if not body:
-        payload: Any = AbsentPayload(kind="absent")
+        payload = {"kind": "absent"}
     else:
-        observed = observed_from_text(body.decode("utf-8", errors="replace"))
-        json_media = _JSON_MEDIA.match(_media_type(headers)) is not None
+        text = body.decode("utf-8", errors="replace")
+        value = json_value_of_text(text)
         # JSON text under a non-JSON media type stays text: the tag says what the service declared.
-        payload = observed
-        if isinstance(observed, JsonPayload) and not json_media:
-            payload = TextPayload(kind="text", value=body.decode("utf-8", errors="replace"))
+        if value is NOT_JSON or _JSON_MEDIA.match(_media_type(headers)) is None:
+            payload = {"kind": "text", "value": text}
+        else:
+            payload = {"kind": "json", "value": value}
     wire = {
         "kind": "api",
         "probeId": request.probe_id,
@@ -474,7 +526,7 @@ def assemble_api_observation(request: ApiProbeRequest, status: int, headers: tup
         "operationId": request.operation_id,
         "status": status,
         "headers": joined,
-        "body": observation_to_wire_payload(payload),
+        "body": payload,
     }
     observation = read_probe_observation(wire, "ProbeObservation", code="port-contract-violation", check_domain=False)
     if not isinstance(observation, ApiProbeObservation):
@@ -609,6 +661,17 @@ class HttpAdapter:
         self.targets = derived
         self.resolver = resolver
         self.mechanism = mechanism
+        # The policy is frozen, so a decision is a pure function of the resolved target: computed
+        # once per distinct (interface, scheme, host, port, address, method). Resolution is not cached.
+        self._decisions: dict[ResolvedTarget, ApiTargetDecision] = {}
+
+    def _evaluate(self, target: ResolvedTarget) -> ApiTargetDecision:
+        decision = self._decisions.get(target)
+        if decision is None:
+            decision = evaluate_api_target(self.policy, target)
+            if len(self._decisions) < _DECISION_CACHE:
+                self._decisions[target] = decision
+        return decision
 
     def probe(self, request: ApiProbeRequest | dict[str, Any] | Any, *, abort: AbortSignal | None = None, **_: Any) -> ApiProbeObservation:
         """Run one request (module docstring) and return its observation, or raise a declared fault."""
@@ -619,9 +682,7 @@ class HttpAdapter:
         denial of the first address (0 resolved addresses is ``port-failure``). A target refused
         before the address rows (interface, scheme, host, port) is refused without a DNS lookup, so
         a redirect cannot make the adapter resolve a name the policy never authorized."""
-        unresolved = evaluate_api_target(
-            self.policy, ResolvedTarget(interface_id, target.scheme, target.host, target.port, "", method)
-        )
+        unresolved = self._evaluate(ResolvedTarget(interface_id, target.scheme, target.host, target.port, "", method))
         if unresolved.reason in _BEFORE_ADDRESS:
             return unresolved
         try:
@@ -632,9 +693,7 @@ class HttpAdapter:
             raise RuntimeFault("port-failure", "ProbeObservation", f'host "{target.host}" resolved to no address')
         first: ApiTargetDecision | None = None
         for address in addresses:
-            decision = evaluate_api_target(
-                self.policy, ResolvedTarget(interface_id, target.scheme, target.host, target.port, address, method)
-            )
+            decision = self._evaluate(ResolvedTarget(interface_id, target.scheme, target.host, target.port, address, method))
             if decision.allowed:
                 return decision
             first = first or decision

@@ -11,40 +11,50 @@ A suite whose system is an HTTP service declares, in its ``targets.toml``, how t
 ``ServiceAdapter.probe(request, workdir=<staged workspace>)`` answers an api request by starting a
 **fresh server** from the staged workspace (clean or mutated system, the leg's fixtures) on an
 ephemeral loopback port, waiting until the port accepts a connection, sending the request through
-the HTTP adapter under the registry's api entries (``{port}`` filled), and stopping the server —
-SIGKILL to its whole process group — when the call ends, however it ends (answer, fault, abort).
-State that must outlive one call lives in the workspace's files (a run of several calls in one
-workspace sees earlier writes), never in a server process. A cli request goes to the command-line
-adapter under the same registry. The server's group is tracked with the command adapter's live
-groups, so a flow's interrupt handler (``kill_all_live_groups``) and process exit kill it too, and
-a workspace reclaimed after a killed run has its leftover processes killed first (tasks/workspace.py).
+the HTTP adapter under the registry's api entries (``{port}`` filled), and stopping the server when
+the call ends, however it ends (answer, fault, abort, timeout). State that must outlive one call
+lives in the workspace's files (a run of several calls in one workspace sees earlier writes), never
+in a server process. A cli request goes to the command-line adapter under the same registry.
+
+**The server is a leg process** (``process_group.LegProcess``), exactly as a command leg's target:
+it runs under a per-leg watchdog that is a child subreaper and holds a lifeline to this process, so
+
+* when the call ends (answer, fault, abort, the readiness or exchange deadline) the whole tree is
+  killed, grandchildren that forked, double-forked or called ``setsid()`` included;
+* when this process dies, even by SIGKILL, the watchdog reads end-of-file on the lifeline and kills
+  the tree within milliseconds (no server outlives a run); the next run reclaims the dead run's
+  workspace (tasks/workspace.py) like any leg's;
+* the server is among ``live_process_groups()``, so a flow's interrupt handler
+  (``kill_all_live_groups``) and process exit kill it too.
+
+Its environment is ``PATH`` (absolute entries only) and nothing else; stdin is ``/dev/null``; its
+stdout and stderr are drained for its whole life by one thread (a chatty or flooding server never
+blocks on a full pipe), which keeps only the last 400 bytes of stderr for the fault message.
 
 Readiness is a TCP connect to 127.0.0.1:<port>; a server that exits first, or is not ready in time,
-is ``port-failure`` naming why (with the tail of its stderr). Choosing the port binds port 0 and
-releases it before the server binds it: another process could take it in between, which shows up as
-a server that exits at start (``port-failure``), never as a probe of the wrong server — the policy
-still names only 127.0.0.1 on that port.
+is ``port-failure`` naming why in one line (with the tail of its stderr), and nothing of it is left
+running. Choosing the port binds port 0 and releases it before the server binds it: another process
+could take it in between, which shows up as a server that exits at start (``port-failure``) or, if
+the other process listens, as answers from it, never as a request to anything but 127.0.0.1 on that
+port (the policy names only that).
 """
 
 from __future__ import annotations
 
 import os
+import select
+import selectors
 import socket
-import subprocess
-import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from evalquality_core.adapters.command_line import (
-    CommandLineAdapter,
-    kill_process_group,
-    track_process_group,
-    untrack_process_group,
-)
+from evalquality_core.adapters.command_line import CommandLineAdapter, absolute_path_entries
 from evalquality_core.adapters.http import HttpAdapter, TimedApiObservation
+from evalquality_core.adapters.process_group import LegProcess
 from evalquality_core.artifacts.port_messages import (
     ApiProbeRequest,
     CliProbeRequest,
@@ -59,6 +69,11 @@ __all__ = ["ServiceAdapter", "ServiceDeclaration", "free_loopback_port", "runnin
 
 _POLL_S = 0.01
 _STDERR_TAIL = 400
+_CHUNK = 65536
+#: How often the output thread looks at its stop flag while the pipes stay quiet.
+_DRAIN_POLL_S = 0.1
+#: How long a dead tree's pipes may take to report end-of-file before the output thread is stopped.
+_EXIT_DRAIN_S = 2.0
 _TYPED = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
 
 
@@ -97,10 +112,51 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _tail(handle: Any) -> str:
-    handle.seek(0)
-    text: str = handle.read().decode("utf-8", errors="replace").strip()
-    return text[-_STDERR_TAIL:] if text else "nothing on stderr"
+class _OutputDrain:
+    """Reads a service's stdout and stderr until both close (or ``stop``), keeping the stderr tail.
+
+    It reads its own duplicates of the pipe descriptors, so ``LegProcess.close()`` closing the
+    originals can never pull a descriptor from under a blocked read."""
+
+    def __init__(self, leg: LegProcess) -> None:
+        self._fds = {os.dup(leg.stdout.fileno()): "stdout", os.dup(leg.stderr.fileno()): "stderr"}
+        self._tail = bytearray()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="eval-quality-service-output", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        selector = selectors.PollSelector() if hasattr(selectors, "PollSelector") else selectors.DefaultSelector()
+        try:
+            for fd, name in self._fds.items():
+                selector.register(fd, selectors.EVENT_READ, name)
+            while selector.get_map() and not self._stop.is_set():
+                for key, _mask in selector.select(_DRAIN_POLL_S):
+                    try:
+                        chunk = os.read(key.fd, _CHUNK)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        selector.unregister(key.fd)
+                    elif key.data == "stderr":
+                        self._tail += chunk
+                        del self._tail[:-_STDERR_TAIL]
+        finally:
+            selector.close()
+            for fd in self._fds:
+                with suppress(OSError):
+                    os.close(fd)
+
+    def finish(self, timeout: float) -> None:
+        """Wait until both pipes closed (the tree is dead), at most ``timeout`` s; then stop reading."""
+        self._thread.join(timeout)
+        self._stop.set()
+        self._thread.join()
+
+    def stderr_tail(self) -> str:
+        """The last bytes the service wrote to stderr, on one line."""
+        text = " ".join(bytes(self._tail).decode("utf-8", errors="replace").split())
+        return text or "nothing on stderr"
 
 
 def _accepts(port: int) -> bool:
@@ -111,6 +167,31 @@ def _accepts(port: int) -> bool:
         return False
 
 
+def _await_ready(leg: LegProcess, port: int, declaration: ServiceDeclaration, abort: AbortSignal | None,
+                 output: _OutputDrain) -> None:
+    """Return once the service accepts connections on ``port``; raise ``port-failure`` (exited, not
+    ready in time) or ``aborted``. Waiting is on the lifeline, so an exit is seen at once."""
+    deadline = time.monotonic() + declaration.ready_timeout_ms / 1000.0
+    while not _accepts(port):
+        if abort is not None and abort.is_set():
+            raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted while the service was starting")
+        exit_code = leg.read_exit()
+        if exit_code is not None:
+            output.finish(_EXIT_DRAIN_S)  # the tree is dead: its stderr is complete once the pipes close
+            raise RuntimeFault(
+                "port-failure", "ProbeObservation",
+                f"the service exited ({exit_code}) before accepting connections on port {port}: {output.stderr_tail()}",
+            )
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RuntimeFault(
+                "port-failure", "ProbeObservation",
+                f"the service did not accept connections on port {port} within {declaration.ready_timeout_ms} ms"
+                " and was killed",
+            )
+        select.select([leg.lifeline], [], [], min(_POLL_S, remaining))
+
+
 @contextmanager
 def running_service(
     declaration: ServiceDeclaration,
@@ -118,44 +199,31 @@ def running_service(
     substitutions: Mapping[str, str],
     abort: AbortSignal | None = None,
 ) -> Iterator[int]:
-    """Start the service in ``workspace`` on a fresh loopback port, yield the port once it accepts
-    connections, and SIGKILL its process group on exit (normal or not)."""
+    """Start the service in ``workspace`` on a fresh loopback port as a leg process (module
+    docstring), yield the port once it accepts connections, and kill its whole tree on exit from
+    the block, however it is left."""
     port = free_loopback_port()
     values = {**substitutions, declaration.port_placeholder: str(port)}
     argv = declaration.argv(values)
     cwd = os.path.join(os.fspath(workspace), declaration.cwd)
-    env = {"PATH": os.environ.get("PATH", "")}
-    with tempfile.TemporaryFile() as stderr:
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                shell=False, start_new_session=True, close_fds=True,
-            )
-        except OSError as exc:
-            raise RuntimeFault("port-failure", "ProbeObservation", f'could not start service "{argv[0]}" in "{cwd}": {exc}') from None
-        track_process_group(proc.pid)
-        try:
-            deadline = time.monotonic() + declaration.ready_timeout_ms / 1000.0
-            while not _accepts(port):
-                if abort is not None and abort.is_set():
-                    raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted while the service was starting")
-                if proc.poll() is not None:
-                    raise RuntimeFault(
-                        "port-failure", "ProbeObservation",
-                        f"the service exited ({proc.returncode}) before accepting connections on port {port}: {_tail(stderr)}",
-                    )
-                if time.monotonic() >= deadline:
-                    raise RuntimeFault(
-                        "port-failure", "ProbeObservation",
-                        f"the service did not accept connections on port {port} within {declaration.ready_timeout_ms} ms",
-                    )
-                time.sleep(_POLL_S)
-            yield port
-        finally:
-            kill_process_group(proc.pid)
-            untrack_process_group(proc.pid)
-            proc.wait()
-            kill_process_group(proc.pid)
+    env = {"PATH": absolute_path_entries(os.environ.get("PATH", ""))}
+    try:
+        leg = LegProcess.launch(argv, cwd, env, stdin=False)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise RuntimeFault("port-failure", "ProbeObservation", f'could not start service "{argv[0]}" in "{cwd}": {reason}') from None
+    try:
+        output = _OutputDrain(leg)
+    except BaseException:
+        leg.close()
+        raise
+    try:
+        _await_ready(leg, port, declaration, abort, output)
+        yield port
+    finally:
+        leg.kill()
+        output.finish(_EXIT_DRAIN_S)
+        leg.close()
 
 
 class ServiceAdapter:

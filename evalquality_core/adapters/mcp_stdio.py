@@ -5,10 +5,13 @@ denial (``interface-not-authorized``, ``tool-not-authorized``) is decided by the
 ``probe.mcp_policy`` before any process starts. Then one session per probe:
 
 1. spawn ``target *targetArgs`` without a shell, as the leader of a new session and process group,
-   in ``cwd``, with the adapter's ``PATH`` plus ``serverEnvironment`` and nothing else of ours;
+   in ``cwd``, with the adapter's ``PATH`` (absolute entries only) plus ``serverEnvironment`` and
+   nothing else of ours, through the launch path every command leg takes (``local_target.launch_leg``:
+   a ``process_group.LegProcess`` under its per-leg watchdog);
 2. ``initialize`` (protocol ``2025-06-18``), then ``notifications/initialized``, then ``tools/call``
    with the request's arguments (they travel inside the JSON-RPC frame only, never in argv or env);
-3. teardown: close the server's stdin, then SIGKILL its whole group (grandchildren too) and reap.
+3. teardown: close the server's stdin, then kill its whole tree (``LegProcess.close``: the group,
+   and every descendant that left it with ``setsid()``) and reap.
 
 Framing is newline-delimited JSON-RPC on stdout; stderr is drained (the transport reserves it for
 logs). ``maxOutputBytes`` caps stdout and, separately, stderr; ``maxElapsedMs`` covers the whole
@@ -29,36 +32,37 @@ Messages the server sends that are not answers to us are not observations: notif
 ignored, a ``ping`` request is answered with an empty result and any other request with JSON-RPC
 "method not found" (we declare no client capabilities), so a server never waits on us.
 
-The trust boundary is the command adapter's: the same live-group registry (``kill_all_live_groups``
-kills sessions too) and the same repeated group kill, so nothing the server started outlives its
-session.
+The trust boundary is the command adapter's, by construction: the session *is* a leg. The watchdog
+is a child subreaper, so nothing the server started outlives the session (a grandchild that called
+``setsid()`` or double-forked included); its lifeline kills the tree when the host dies, even by
+SIGKILL; ``kill_all_live_groups`` (the flows' interrupt handler, and process exit) reaches sessions
+as it reaches command legs. The server's exit code is the one the watchdog reports (the leader's
+own status, −signal when a signal ended it).
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import selectors
-import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from evalquality_core.adapters.command_line import (
-    _LIVE_GROUPS,
-    _LIVE_LOCK,
-    kill_process_group,
+from evalquality_core.adapters.local_target import (
+    LocalTargetAdapter,
+    admit,
+    call_mechanism,
+    launch_leg,
+    leg_cwd,
+    leg_environment,
 )
+from evalquality_core.adapters.process_group import LegProcess
 from evalquality_core.artifacts.port_messages import (
-    ApiProbeRequest,
-    CliProbeRequest,
     McpProbeObservation,
     McpProbeRequest,
     read_probe_observation,
-    read_probe_request,
 )
 from evalquality_core.canonical.json import check_value_domain
 from evalquality_core.faults import RuntimeFault
@@ -88,7 +92,8 @@ _CALL_ID = 2
 #: How much of the server's stderr a port-failure detail quotes (the rest is counted, not kept).
 _STDERR_QUOTE = 400
 _CLIENT_INFO = {"name": "eval-quality", "version": "0"}
-_TYPED_REQUESTS = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
+#: How launch failures name the target ("could not start tool server "…"").
+_WHAT = "tool server "
 _CAP_PATH = "McpProbeRequest"
 
 
@@ -150,15 +155,6 @@ def _port_failure(detail: str) -> RuntimeFault:
     return RuntimeFault("port-failure", "ProbeObservation", detail)
 
 
-def _spawn_failure(exc: OSError, spec: McpSessionSpec) -> RuntimeFault:
-    name = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
-    where = exc.filename if exc.filename is not None else spec.argv[0]
-    detail = f'could not start tool server "{spec.argv[0]}" in "{spec.cwd}": {name} ({where}): {exc.strerror or exc}'
-    if exc.errno == errno.E2BIG:
-        return RuntimeFault("port-failure", "ProbeObservation", detail, port_failure_reason="launch-too-large")
-    return _port_failure(detail)
-
-
 def _frame(message: Mapping[str, Any]) -> bytes:
     # ensure_ascii keeps every frame one line whatever the arguments hold (a raw U+2028 is fine in
     # JSON, but an escaped one is fine everywhere); the server decodes the escapes back byte for byte.
@@ -168,8 +164,8 @@ def _frame(message: Mapping[str, Any]) -> bytes:
 class _Session:
     """One live server: a selector loop that writes frames, reads lines and enforces the caps."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], spec: McpSessionSpec, abort: AbortSignal | None) -> None:
-        self.proc = proc
+    def __init__(self, leg: LegProcess, spec: McpSessionSpec, abort: AbortSignal | None) -> None:
+        self.leg = leg
         self.spec = spec
         self.abort = abort
         self.deadline = time.monotonic() + spec.max_elapsed_ms / 1000.0
@@ -181,12 +177,15 @@ class _Session:
         self.stderr_head = bytearray()
         self.answers: dict[str, dict[str, Any]] = {}
         self.stdout_open = True
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        self.exit_code: int | None = None
+        assert leg.stdin is not None
+        for name, stream in (("stdout", leg.stdout), ("stderr", leg.stderr)):
             os.set_blocking(stream.fileno(), False)
             self.selector.register(stream.fileno(), selectors.EVENT_READ, name)
-        os.set_blocking(proc.stdin.fileno(), False)
+        os.set_blocking(leg.stdin.fileno(), False)
         self.stdin_registered = False
+        # Readable when the watchdog reports the server's exit (the tree is gone by then).
+        self.selector.register(leg.lifeline, selectors.EVENT_READ, "exit")
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -194,13 +193,14 @@ class _Session:
         """Queue one frame; it is written from the loop, so a server that floods stdout before
         reading its stdin can never deadlock us."""
         self.outgoing += _frame(message)
-        if not self.stdin_registered and self.proc.stdin is not None and not self.proc.stdin.closed:
-            self.selector.register(self.proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+        stdin = self.leg.stdin
+        if not self.stdin_registered and stdin is not None and not stdin.closed and self.exit_code is None:
+            self.selector.register(stdin.fileno(), selectors.EVENT_WRITE, "stdin")
             self.stdin_registered = True
 
     def _write(self) -> None:
-        assert self.proc.stdin is not None
-        fd = self.proc.stdin.fileno()
+        assert self.leg.stdin is not None
+        fd = self.leg.stdin.fileno()
         try:
             written = os.write(fd, self.outgoing[:_CHUNK])
             del self.outgoing[:written]
@@ -299,13 +299,26 @@ class _Session:
             )
         return min(remaining, _ABORT_POLL_S) if self.abort is not None else remaining
 
-    def _turn(self) -> None:
+    def _turn(self, cap_s: float | None = None) -> None:
         timeout = self._check_abort_and_deadline()
-        for key, _mask in self.selector.select(timeout):
+        for key, _mask in self.selector.select(timeout if cap_s is None else min(timeout, cap_s)):
             if key.data == "stdin":
                 self._write()
+            elif key.data == "exit":
+                self._exit_news(key.fd)
             else:
                 self._read(key.fd, key.data)
+
+    def _exit_news(self, fd: int) -> None:
+        code = self.leg.read_exit()
+        if code is not None:
+            self.exit_code = code
+            self.selector.unregister(fd)
+            if self.stdin_registered:  # nobody reads it any more
+                assert self.leg.stdin is not None
+                self.selector.unregister(self.leg.stdin.fileno())
+                self.stdin_registered = False
+                self.outgoing.clear()
 
     def request(self, identifier: int, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Send one request and run the loop until its answer arrives (or stdout closes)."""
@@ -322,23 +335,16 @@ class _Session:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def wait_for_exit(self, grace_s: float | None = None) -> int | None:
-        """After stdout closed: drain stderr and wait for the leader's exit, under the same budget
-        (and at most ``grace_s`` when given: then ``None`` if it is still running)."""
+        """After stdout closed: drain stderr and wait for the watchdog's report of the server's exit,
+        under the same budget (and at most ``grace_s`` when given: then ``None`` if still running)."""
         self.phase = "the server's exit"
         give_up = None if grace_s is None else time.monotonic() + grace_s
-        while True:
-            code = _exit_status_unreaped(self.proc)
-            if code is not None:
-                return code
-            if give_up is not None and time.monotonic() >= give_up:
+        while self.exit_code is None:
+            left = None if give_up is None else give_up - time.monotonic()
+            if left is not None and left <= 0:
                 return None
-            timeout = self._check_abort_and_deadline()
-            events = self.selector.select(min(timeout, 0.01))
-            for key, _mask in events:
-                if key.data == "stdin":
-                    self._write()
-                else:
-                    self._read(key.fd, key.data)
+            self._turn(left)
+        return self.exit_code
 
     def stderr_quote(self) -> str:
         """The head of what the server logged, for a failure's detail."""
@@ -348,23 +354,6 @@ class _Session:
     def close(self) -> None:
         """Stop watching; the streams themselves are closed by the teardown."""
         self.selector.close()
-
-
-def _exit_status_unreaped(proc: subprocess.Popen[bytes]) -> int | None:
-    """The leader's signed exit code (−signal when a signal ended it) once it has exited, asked
-    without reaping it where ``waitid`` exists, so its pid (the pgid) stays ours until teardown."""
-    waitid = getattr(os, "waitid", None)
-    if waitid is None:
-        return proc.poll()
-    try:
-        info = waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return proc.returncode if proc.returncode is not None else -1
-    if info is None:
-        return None
-    if info.si_code == os.CLD_EXITED:
-        return info.si_status
-    return -info.si_status  # CLD_KILLED / CLD_DUMPED: the signal number
 
 
 def _error_of(answer: Mapping[str, Any]) -> Any:
@@ -385,28 +374,15 @@ def _result_of(answer: Mapping[str, Any]) -> McpCallResult:
     return McpCallResult(is_error=is_error, has_result=True, result=result["structuredContent"])
 
 
-def _teardown(proc: subprocess.Popen[bytes], pgid: int) -> None:
-    # The stdio transport's own order: close the server's input first, then kill the whole group
-    # while the leader is unreaped (its pid, hence the pgid, cannot be reused), reap, kill again.
-    if proc.stdin is not None:
+def _teardown(leg: LegProcess) -> None:
+    # The stdio transport's own order: close the server's input first, then end the leg (the
+    # watchdog kills the whole tree unless it already ended, and reaps).
+    if leg.stdin is not None:
         try:
-            proc.stdin.close()
+            leg.stdin.close()
         except OSError:
             pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.discard(pgid)
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-    proc.wait()
-    kill_process_group(pgid)
+    leg.close()
 
 
 def run_mcp_session(spec: McpSessionSpec, abort: AbortSignal | None = None) -> McpCallResult:
@@ -416,29 +392,15 @@ def run_mcp_session(spec: McpSessionSpec, abort: AbortSignal | None = None) -> M
     ``budget-exhausted`` at ``McpProbeRequest`` (elapsed, or a stream's byte cap) or ``aborted``.
     """
     started = time.monotonic()
+    leg = launch_leg(spec.argv, spec.cwd, spec.env, stdin=True, what=_WHAT)
     try:
-        proc = subprocess.Popen(
-            list(spec.argv),
-            cwd=spec.cwd,
-            env=dict(spec.env),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            shell=False,
-            start_new_session=True,  # leader of a new session and process group: pgid == pid
-            close_fds=True,
-        )
-    except OSError as exc:
-        raise _spawn_failure(exc, spec) from None
-    pgid = proc.pid
-    with _LIVE_LOCK:
-        _LIVE_GROUPS.add(pgid)
-    session = _Session(proc, spec, abort)
-    try:
-        result = _converse(session, spec)
+        session = _Session(leg, spec, abort)
+        try:
+            result = _converse(session, spec)
+        finally:
+            session.close()
     finally:
-        session.close()
-        _teardown(proc, pgid)
+        _teardown(leg)
     elapsed_ms = int((time.monotonic() - started) * 1000)
     return McpCallResult(result.is_error, result.has_result, result.result, result.exit_code, elapsed_ms)
 
@@ -493,44 +455,19 @@ def assemble_mcp_observation(request: McpProbeRequest, result: McpCallResult) ->
     return observation
 
 
-def _resolve(base: str | None, path: str) -> str:
-    if os.path.isabs(path) or base is None:
-        return path
-    return os.path.join(base, path)
-
-
-class McpStdioAdapter:
+class McpStdioAdapter(LocalTargetAdapter[McpTargetPolicy, McpProbeObservation]):
     """The real ``ProbePort`` for mcp requests under an ``McpTargetPolicy`` (§4.9).
 
     ``McpStdioAdapter(policy, workdir=None, mechanism=run_mcp_session, search_path=None)``;
     ``probe(request, *, abort=None, workdir=None) -> McpProbeObservation``. A relative ``cwd`` in the
     policy resolves against this call's ``workdir``, else the adapter's, else the process's own.
-    ``search_path`` is the PATH the server starts with (default: this process's PATH at call time);
-    a ``PATH`` in ``serverEnvironment`` wins over it (the registry writes it, never a request).
+    ``search_path`` is the PATH the server starts with (default: this process's PATH at call time;
+    absolute entries only); a ``PATH`` in ``serverEnvironment`` wins over it (the registry writes it,
+    never a request).
     """
 
-    def __init__(
-        self,
-        policy: McpTargetPolicy,
-        *,
-        workdir: str | os.PathLike[str] | None = None,
-        mechanism: McpMechanism = run_mcp_session,
-        search_path: str | None = None,
-    ) -> None:
-        self.policy = policy
-        self.workdir = None if workdir is None else os.fspath(workdir)
-        self.mechanism = mechanism
-        self.search_path = search_path
-
-    def probe(
-        self,
-        request: McpProbeRequest | dict[str, Any] | Any,
-        *,
-        abort: AbortSignal | None = None,
-        workdir: str | os.PathLike[str] | None = None,
-    ) -> McpProbeObservation:
-        """Run one request: abort check, parse, policy, one session, observation."""
-        return self.probe_timed(request, abort=abort, workdir=workdir).observation
+    default_mechanism = staticmethod(run_mcp_session)
+    mechanism: McpMechanism
 
     def probe_timed(
         self,
@@ -540,36 +477,18 @@ class McpStdioAdapter:
         workdir: str | os.PathLike[str] | None = None,
     ) -> McpTimedObservation:
         """``probe``, also returning the session's elapsed milliseconds."""
-        if abort is not None and abort.is_set():
-            raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
-        parsed = request if isinstance(request, _TYPED_REQUESTS) else read_probe_request(request)
-        decision = evaluate_mcp_request(self.policy, parsed)
-        if not decision.allowed or decision.authorization is None:
-            raise mcp_forbidden_target_fault(decision)
-        assert isinstance(parsed, McpProbeRequest)
-        base = os.fspath(workdir) if workdir is not None else self.workdir
-        spec = self.session_spec(parsed, decision.authorization, _resolve(base, decision.authorization.cwd))
-        try:
-            result = self.mechanism(spec, abort)
-        except RuntimeFault:
-            raise
-        except Exception as exc:  # §3.4: any other mechanism error
-            if abort is not None and abort.is_set():
-                raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted during the probe") from exc
-            raise RuntimeFault(
-                "port-failure", "ProbeObservation", f"the underlying mechanism threw {type(exc).__name__}: {exc}"
-            ) from exc
+        parsed, authorization = admit(request, abort, self.policy, evaluate_mcp_request, mcp_forbidden_target_fault)
+        assert isinstance(parsed, McpProbeRequest) and isinstance(authorization, McpTargetAuthorization)
+        spec = self.session_spec(parsed, authorization, leg_cwd(workdir, self.workdir, authorization.cwd))
+        result = call_mechanism(self.mechanism, spec, abort, spec.argv, spec.cwd, _WHAT)
         return McpTimedObservation(assemble_mcp_observation(parsed, result), result.elapsed_ms)
 
     def session_spec(self, request: McpProbeRequest, authorization: McpTargetAuthorization, cwd: str) -> McpSessionSpec:
         """The session of an authorized request: argv, cwd, environment, the call, the budgets."""
-        path = self.search_path if self.search_path is not None else os.environ.get("PATH")
-        env = {} if path is None else {"PATH": path}
-        env.update(authorization.server_environment)
         return McpSessionSpec(
             argv=(authorization.target, *authorization.target_args),
             cwd=cwd,
-            env=env,
+            env=leg_environment(self.search_path, authorization.server_environment),
             tool_name=request.tool_name,
             arguments=request.channels.arguments,
             max_elapsed_ms=authorization.max_elapsed_ms,

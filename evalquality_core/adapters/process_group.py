@@ -1,14 +1,30 @@
 """Supervised child processes for adapters: nothing a target starts outlives its leg, or the host.
 
-``LegProcess.launch(argv, cwd, env, stdin=...)`` starts a target through a per-leg watchdog
-(``lifeline.py``, a stdlib-only script run with ``python -I``) that
+``LegProcess.launch(argv, cwd, env, stdin=...)`` starts a target under a watchdog (``lifeline.py``, a
+stdlib-only script run with ``python -I -S``). One **shared watchdog** per host process is started
+lazily by the first leg and serves every later leg of that process (thread-safe; a forked host child
+starts its own). Per leg it ``fork()``s a **leg watchdog** that
 
 * starts the target as the leader of a new session and process group, on pipes the host reads;
 * is a Linux **child subreaper**, so a grandchild that called ``setsid()`` (or double-forked) is still
   its descendant when orphaned, and is killed when the leg ends: on the target's own exit, on
   ``kill()``, and on ``close()``;
-* holds a socketpair **lifeline** to the host: when the host dies, even by SIGKILL, the watchdog reads
-  end-of-file and kills the whole tree within milliseconds. (No ``preexec_fn``: the host has threads.)
+* holds the leg's socketpair **lifeline** to the host: when the host dies, even by SIGKILL, the leg
+  watchdog reads end-of-file and kills the whole tree within milliseconds. (No ``preexec_fn``: the
+  host has threads.)
+
+Why a shared watchdog that forks, measured (``benchmarks/bench_adapter.py``; cProfile and wall clock
+per phase): a fresh ``python -I -S`` watchdog per leg cost ~7 ms of interpreter start, ~17 ms of
+imports (``subprocess``, ``ctypes``, ``json``, ``socket``, ``select``) and ~7 ms more to reap it at
+the end: ~32 ms per leg, 40x a bare ``subprocess.run("/bin/true")``. The per-leg guarantees need a
+per-leg process (a subreaper is the only way, without cgroups, to attribute a ``setsid()`` orphan to
+its leg, and the lifeline must outlive the host's death), but not a per-leg *interpreter*: a
+``fork()`` of the already-started, small, single-threaded shared watchdog costs well under a
+millisecond. The shared watchdog never holds a leg's lifeline (it closes its copies right after the
+fork), so each leg's lifeline closes exactly when the host's end does. Rejected: making the host a
+subreaper and spawning targets directly (orphans of every library's children would re-parent into
+the host, and nothing would be left to kill them after a SIGKILL of the host); a non-Python watchdog
+(nothing to build it with on a clean clone).
 
 The API, shared by every adapter that runs a local process (command line, MCP stdio servers):
 
@@ -18,16 +34,29 @@ The API, shared by every adapter that runs a local process (command line, MCP st
   None unless asked for), ``.lifeline`` (a readable fd for a selector: readable when the watchdog
   reports the exit), ``.read_exit() -> int | None`` (call when ``lifeline`` is readable; the exit code,
   −9 when killed, or None for no news yet), ``.kill()`` (ask the watchdog to kill the tree now;
-  prompt), ``.close() -> int`` (kill the tree unless it already ended, close the pipes, reap the
-  watchdog; returns the exit code);
-* ``live_process_groups()``, ``kill_all_live_groups()`` (every live leg of this process; also at exit).
+  prompt), ``.close() -> int`` (kill the tree unless it already ended, close the pipes; returns the
+  exit code);
+* ``live_process_groups()``, ``kill_all_live_groups()`` (every live leg of this process; also at exit);
+* ``watchdog_pid()`` (the shared watchdog's pid, None before the first leg), ``shutdown_watchdog()``.
 
-If the watchdog itself is killed (only the host's own user can), the host SIGKILLs the target's group
-and reports exit −9, as the reference does.
+Failure modes of the watchdogs themselves (only the host's own user can signal them):
+
+* a **leg watchdog killed**: its orphans (the target, setsid grandchildren) are re-parented to the
+  shared watchdog, a subreaper too, whose only legitimate children are leg watchdogs: it SIGKILLs
+  them with their groups. The host reads end-of-file on the lifeline, SIGKILLs the target's group
+  from its side and reports exit −9, as the reference does;
+* the **shared watchdog killed**: running legs are unaffected (each leg watchdog holds its own
+  lifeline); the next ``launch`` notices (``poll()``, or EPIPE on the control socket) and starts a
+  new one. Only if a leg watchdog is killed *as well* do its orphans escape to init;
+* the **host forks** (``os.fork``): in the child the parent's legs are forgotten (the child's exit
+  never kills them) and its copies of their lifelines and of the control socket are closed, so the
+  parent's death still ends them while the child lives on; the child's first leg starts its own
+  shared watchdog.
 """
 
 from __future__ import annotations
 
+import array
 import atexit
 import contextlib
 import json
@@ -48,12 +77,14 @@ __all__ = [
     "kill_all_live_groups",
     "kill_process_group",
     "live_process_groups",
+    "shutdown_watchdog",
     "track_process_group",
     "untrack_process_group",
+    "watchdog_pid",
 ]
 
 LIFELINE_SCRIPT = str(Path(__file__).with_name("lifeline.py"))
-#: How long the watchdog may take to start and answer with the target's pid.
+#: How long the watchdog may take to start and answer with the target's pid (or read the launch spec).
 _START_TIMEOUT_S = 30.0
 _KILL_INTERVAL_S = 0.005
 _KILL_TRIES = 100
@@ -136,30 +167,18 @@ def kill_process_group(pgid: int) -> None:
         time.sleep(_KILL_INTERVAL_S)
 
 
-class LegProcess:
-    """One target under its watchdog (module docstring)."""
 
-    def __init__(self, watchdog: subprocess.Popen[bytes], sock: socket.socket, pid: int) -> None:
-        self._watchdog = watchdog
-        self._sock = sock
-        self._buffer = b""
-        self._exit: int | None = None
-        self._closed = False
-        self.pid = pid
-        self.stdin: IO[bytes] | None = watchdog.stdin
-        self.stdout: IO[bytes] = watchdog.stdout  # type: ignore[assignment]
-        self.stderr: IO[bytes] = watchdog.stderr  # type: ignore[assignment]
+class _SharedWatchdog:
+    """The host's side of the shared watchdog: the process and the control socket (module docstring)."""
 
-    @classmethod
-    def launch(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str], *, stdin: bool) -> LegProcess:
-        """Start ``argv`` in ``cwd`` with exactly ``env`` under a fresh watchdog; ``OSError`` if it cannot."""
-        host_end, child_end = socket.socketpair()
+    def __init__(self) -> None:
+        host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            watchdog = subprocess.Popen(
+            self.process = subprocess.Popen(
                 [sys.executable, "-I", "-S", LIFELINE_SCRIPT, str(child_end.fileno())],
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 pass_fds=(child_end.fileno(),),
                 env={},
                 cwd="/",
@@ -171,23 +190,181 @@ class LegProcess:
             raise
         finally:
             child_end.close()
+        self.control = host_end
+        self.owner = os.getpid()
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.process.poll() is None
+
+    def send(self, fds: list[int]) -> None:
+        """Hand one leg's descriptors over (``OSError`` when the watchdog is gone)."""
+        self.control.sendmsg([b"leg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+
+    def close(self) -> None:
+        """Close the control socket: the watchdog ends once its running legs have ended."""
+        self.control.close()
+
+
+_WATCHDOG: _SharedWatchdog | None = None
+_WATCHDOG_LOCK = threading.Lock()
+#: Watchdogs of a parent process, seen in a forked child: never waited on here, only kept referenced.
+_INHERITED: list[_SharedWatchdog] = []
+
+
+def _hand_over(fds: list[int]) -> None:
+    """Give one leg's descriptors to the shared watchdog, starting it (again) when there is none alive."""
+    global _WATCHDOG
+    with _WATCHDOG_LOCK:
+        for attempt in range(2):
+            if _WATCHDOG is None or not _WATCHDOG.alive():
+                if _WATCHDOG is not None:
+                    _WATCHDOG.close()
+                _WATCHDOG = None
+                _WATCHDOG = _SharedWatchdog()
+            try:
+                _WATCHDOG.send(fds)
+                return
+            except OSError:  # killed since the last leg (EPIPE, ECONNRESET): start a new one
+                if attempt:
+                    raise
+                _WATCHDOG.close()
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    _WATCHDOG.process.wait(timeout=_START_TIMEOUT_S)
+                _WATCHDOG = None
+
+
+def watchdog_pid() -> int | None:
+    """The pid of this process's shared watchdog, None when none was started (or it was shut down)."""
+    with _WATCHDOG_LOCK:
+        return _WATCHDOG.process.pid if _WATCHDOG is not None and _WATCHDOG.owner == os.getpid() else None
+
+
+def shutdown_watchdog(timeout: float = _START_TIMEOUT_S) -> None:
+    """Close the shared watchdog's control socket and reap it; it exits once its running legs ended
+    (the next ``launch`` starts a new one)."""
+    global _WATCHDOG
+    with _WATCHDOG_LOCK:
+        watchdog, _WATCHDOG = _WATCHDOG, None
+    if watchdog is None or watchdog.owner != os.getpid():
+        return
+    watchdog.close()
+    try:
+        watchdog.process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        watchdog.process.kill()
+        watchdog.process.wait()
+
+
+def _before_fork() -> None:
+    _WATCHDOG_LOCK.acquire()
+    _LIVE_LOCK.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _LIVE_LOCK.release()
+    _WATCHDOG_LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    """The parent's legs and watchdog are not the child's: forget them and close the child's copies of
+    their lifelines, so the parent's death still closes every lifeline while this child lives on."""
+    global _WATCHDOG
+    for leg in _LIVE.values():
+        leg._forget()
+    _LIVE.clear()
+    _RAW_GROUPS.clear()
+    if _WATCHDOG is not None:
+        with contextlib.suppress(OSError):
+            _WATCHDOG.close()
+        _INHERITED.append(_WATCHDOG)
+        _WATCHDOG = None
+    _LIVE_LOCK.release()
+    _WATCHDOG_LOCK.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+class LegProcess:
+    """One target under its leg watchdog (module docstring)."""
+
+    def __init__(self, sock: socket.socket, pid: int, stdin: IO[bytes] | None, stdout: IO[bytes], stderr: IO[bytes]) -> None:
+        self._sock = sock
+        self._buffer = b""
+        self._exit: int | None = None
+        self._closed = False
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @classmethod
+    def launch(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str], *, stdin: bool) -> LegProcess:
+        """Start ``argv`` in ``cwd`` with exactly ``env`` under a leg watchdog; ``OSError`` if it cannot."""
+        # The watchdog runs in "/": a relative cwd means relative to this process's directory.
+        request = {"argv": list(argv), "cwd": os.path.abspath(cwd), "env": dict(env), "pidfd": USE_PIDFD}
+        line = json.dumps(request).encode() + b"\n"
+        leg = cls._try_launch(line, stdin)
+        if leg is None:  # the shared watchdog died before it forked this leg: once more, with a new one
+            leg = cls._try_launch(line, stdin)
+        if leg is None:
+            raise OSError(0, "the watchdog did not start the target")
+        return leg
+
+    @classmethod
+    def _try_launch(cls, line: bytes, stdin: bool) -> LegProcess | None:
+        """One attempt; None when the watchdog went away without a word (nothing was started)."""
+        host_end, leg_end = socket.socketpair()
+        ours: list[int] = []  # the host's ends of the pipes: stdout, stderr[, stdin]
+        theirs = [leg_end.fileno()]  # the leg watchdog's: lifeline, stdout, stderr[, stdin]
         try:
-            # The watchdog runs in "/": a relative cwd means relative to this process's directory.
-            request = {"argv": list(argv), "cwd": os.path.abspath(cwd), "env": dict(env), "pidfd": USE_PIDFD}
-            host_end.sendall(json.dumps(request).encode() + b"\n")
-            answer, rest = cls._first_answer(host_end)
+            for _ in range(3 if stdin else 2):
+                read_end, write_end = os.pipe()
+                ours.append(read_end)
+                theirs.append(write_end)
+            if stdin:  # the third pipe runs the other way: the target reads, the host writes
+                ours[2], theirs[3] = theirs[3], ours[2]
+            _hand_over(theirs)
         except BaseException:
             host_end.close()
-            _stop(watchdog)
+            _close_fds(ours)
+            raise
+        finally:
+            leg_end.close()
+            _close_fds(theirs[1:])
+        try:
+            host_end.settimeout(_START_TIMEOUT_S)
+            try:
+                host_end.sendall(line)
+            except TimeoutError:
+                raise OSError(0, "the watchdog did not read the launch request") from None
+            except OSError:
+                answer: dict | None = None  # the watchdog is gone before it forked this leg
+                rest = b""
+            else:
+                answer, rest = cls._first_answer(host_end)
+        except BaseException:
+            host_end.close()
+            _close_fds(ours)
             raise
         if answer is None or "pid" not in answer:
             host_end.close()
-            _stop(watchdog)
-            error = (answer or {}).get("spawnError") or {}
+            _close_fds(ours)
+            if answer is None:
+                return None
+            error = answer.get("spawnError") or {}
             code = error.get("errno")
             raise OSError(code if isinstance(code, int) else 0, error.get("strerror") or "the watchdog did not start the target",
                           error.get("filename"))
-        leg = cls(watchdog, host_end, int(answer["pid"]))
+        host_end.settimeout(None)
+        leg = cls(host_end, int(answer["pid"]), open(ours[2], "wb") if stdin else None, open(ours[0], "rb"), open(ours[1], "rb"))
         leg._buffer = rest  # a quick target's exit report may have arrived with the pid
         leg._parse_buffer()
         with _LIVE_LOCK:
@@ -197,7 +374,6 @@ class LegProcess:
     @staticmethod
     def _first_answer(sock: socket.socket) -> tuple[dict | None, bytes]:
         """The watchdog's first message, and whatever arrived after it (kept, never dropped)."""
-        sock.settimeout(_START_TIMEOUT_S)
         data = b""
         try:
             while b"\n" not in data:
@@ -206,9 +382,9 @@ class LegProcess:
                     return None, b""
                 data += chunk
         except TimeoutError:
+            raise OSError(0, "the watchdog did not answer in time") from None
+        except OSError:
             return None, b""
-        finally:
-            sock.settimeout(None)
         line, rest = data.split(b"\n", 1)
         return json.loads(line), rest
 
@@ -218,6 +394,12 @@ class LegProcess:
             message = json.loads(line)
             if "exit" in message:
                 self._exit = int(message["exit"])
+
+    def _forget(self) -> None:
+        """In a forked child: close this copy of the lifeline (the leg is the parent's)."""
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._sock.close()
 
     @property
     def lifeline(self) -> int:
@@ -249,7 +431,8 @@ class LegProcess:
             self._sock.send(b"kill\n", socket.MSG_DONTWAIT)
 
     def close(self) -> int:
-        """End the leg: kill the tree unless it already ended, close every pipe, reap the watchdog."""
+        """End the leg: kill the tree unless it already ended (waiting for the watchdog's word), close
+        every pipe and the lifeline."""
         if self._closed:
             return self._exit if self._exit is not None else -signal.SIGKILL
         self._closed = True
@@ -275,18 +458,4 @@ class LegProcess:
                 with contextlib.suppress(OSError):
                     stream.close()
         self._sock.close()
-        _stop(self._watchdog)
         return self._exit
-
-
-def _stop(watchdog: subprocess.Popen[bytes]) -> None:
-    """Reap the watchdog (it exits once the tree is dead); SIGKILL it if it lingers."""
-    try:
-        watchdog.wait(timeout=_START_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        watchdog.kill()
-        watchdog.wait()
-    for stream in (watchdog.stdin, watchdog.stdout, watchdog.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()

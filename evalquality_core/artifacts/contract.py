@@ -15,7 +15,11 @@ again on the way out, so a parsed contract goes back to the wire byte for byte a
   bound by ``inputBinding.arguments`` and witnessed on the ``arguments`` channel.
 * **7**: as 6, and (6.0.0) a witness leg's or fixture reset's body may be raw
   ``{kind: "raw", base64, contentType}``; ``base64`` is canonical RFC 4648 (the unused pad bits
-  zero), the empty string a zero-byte body.
+  zero), the empty string a zero-byte body. And (8.0.0, no new stamp) an operation may carry the
+  optional ``stateResetPointers``: descriptor pointers the pre-flight ``state-reset`` check compares
+  (``preflight/projection.py``); absent stays absent on the way out, ``null`` is refused, and at 4 to 6
+  the key is refused. A ``*`` token in it or in ``volatilePointers`` matches any one key or index at
+  its depth (read so at every stamp; ``preflight/projection.py`` says why).
 
 ``fixtureReset.interfaceId`` is required at every stamp we read (the conformance data carries it
 at 4 and 5 as well).
@@ -78,6 +82,7 @@ __all__ = [
     "CONTRACT_SCHEMA_VERSIONS",
     "FIRST_PAIR_CONTRACT",
     "FIRST_RAW_BODY_CONTRACT",
+    "FIRST_STATE_RESET_POINTERS_CONTRACT",
     "TOOL_CALL_MARKER",
     "McpOperation",
     "OperationPair",
@@ -154,6 +159,9 @@ CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = (4, 5, 6, 7)
 FIRST_PAIR_CONTRACT = 6
 #: The first contract stamp admitting a raw request body (6.0.0).
 FIRST_RAW_BODY_CONTRACT = 7
+#: The first contract stamp whose operations may list ``stateResetPointers`` (8.0.0; no new stamp came
+#: with it, so it is an optional key of contract 7: the reference's stored contract-7 files lack it).
+FIRST_STATE_RESET_POINTERS_CONTRACT = 7
 #: The key whose presence on an ``mcp`` operation marks the tool-call form.
 TOOL_CALL_MARKER = "toolName"
 #: Canonical RFC 4648 base64: groups of four, the unused pad bits zero; ``""`` is zero bytes.
@@ -409,7 +417,20 @@ class TransportRequestShape(ArtifactModel):
     body: KeyShape
 
 
-class ApiOperation(ArtifactModel):
+class _OperationModel(ArtifactModel):
+    """Base of the three operation forms: leaves ``stateResetPointers`` off when it was not read or set."""
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An operation read without ``stateResetPointers`` (every stamp before 8.0.0's) goes back without it."""
+        value = handler(self)
+        if isinstance(value, dict) and "state_reset_pointers" not in self.model_fields_set:
+            value.pop("stateResetPointers", None)
+            value.pop("state_reset_pointers", None)
+        return value
+
+
+class ApiOperation(_OperationModel):
     """An HTTP-shaped operation (kinds api, web, and v4 mcp)."""
 
     operation_id: Slug
@@ -420,6 +441,7 @@ class ApiOperation(ArtifactModel):
     response_descriptor: ResponseDescriptor
     volatile_pointers: list[DescriptorPointer]
     sensitivity_witness: Witness | None
+    state_reset_pointers: list[DescriptorPointer] | None = None
 
 
 class Invocation(ArtifactModel):
@@ -458,7 +480,7 @@ DescriptorChannel = Annotated[
 ]
 
 
-class CommandOperation(ArtifactModel):
+class CommandOperation(_OperationModel):
     """A command-line operation (kind cli, new in v4)."""
 
     operation_id: Slug
@@ -470,6 +492,7 @@ class CommandOperation(ArtifactModel):
     response_descriptor: ResponseDescriptor
     volatile_pointers: list[DescriptorPointer]
     sensitivity_witness: Witness | None
+    state_reset_pointers: list[DescriptorPointer] | None = None
 
 
 class ApiInterface(ArtifactModel):
@@ -500,7 +523,7 @@ class StructuredResultChannel(ArtifactModel):
     kind: Literal["structured-result"]
 
 
-class ToolCallOperation(ArtifactModel):
+class ToolCallOperation(_OperationModel):
     """An mcp tool-call operation (contract 6+): ``toolName`` and the ``arguments`` channel."""
 
     operation_id: Slug
@@ -511,6 +534,7 @@ class ToolCallOperation(ArtifactModel):
     response_descriptor: ResponseDescriptor
     volatile_pointers: list[DescriptorPointer]
     sensitivity_witness: Witness | None
+    state_reset_pointers: list[DescriptorPointer] | None = None
 
 
 def _mcp_operation_form(value: Any) -> str:
@@ -806,6 +830,19 @@ def stamp_problems(data: dict[str, Any], version: int) -> None:
                     f"permittedInterfaces[{i}].operations[{j}]: an mcp operation at schemaVersion {version} "
                     "is a tool call (toolName); the api-shaped form is read at 4 and 5 only"
                 )
+    for i, interface in enumerate(interfaces if isinstance(interfaces, list) else []):
+        operations = interface.get("operations") if isinstance(interface, dict) else None
+        for j, operation in enumerate(operations if isinstance(operations, list) else []):
+            if not isinstance(operation, dict) or "stateResetPointers" not in operation:
+                continue
+            where = f"permittedInterfaces[{i}].operations[{j}].stateResetPointers"
+            if version < FIRST_STATE_RESET_POINTERS_CONTRACT:
+                problems.append(
+                    f"{where} is not a key at schemaVersion {version} (it arrives at "
+                    f"{FIRST_STATE_RESET_POINTERS_CONTRACT}, with the reference's 8.0.0)"
+                )
+            elif operation["stateResetPointers"] is None:
+                problems.append(f"{where} is a list of descriptor pointers when present; leave the key off instead of null")
     steps = data.get("interactionPlan")
     for index, step in enumerate(steps if isinstance(steps, list) else []):
         if isinstance(step, dict):

@@ -82,7 +82,9 @@ class StampRule:
 
     ``definition`` is the ``$defs`` name holding the property (``""`` for the root object); ``key`` is
     the wire key. With ``branch`` set, the rule is about one branch of that property's union: the
-    ``$ref`` name, or ``"slug"`` for the bare-string branch; otherwise it is about the key itself.
+    ``$ref`` name, or ``"slug"`` for the bare-string branch; otherwise it is about the key itself. A
+    key with ``required=False`` is optional where carried: its ``null`` branch and default are dropped
+    (the model holds an absent key as ``None``; the wire never carries ``null`` for it).
     """
 
     definition: str
@@ -90,6 +92,8 @@ class StampRule:
     first: int | None
     last: int | None
     branch: str | None = None
+    #: ``False`` for a key a stamp carries as optional (present or absent, never ``null``).
+    required: bool = True
 
     def carried_at(self, stamp: int) -> bool:
         """Whether ``stamp`` carries the key (or the branch)."""
@@ -105,6 +109,9 @@ STAMP_RULES: dict[str, tuple[StampRule, ...]] = {
         StampRule("McpInterface", "operations", 6, None, branch="ToolCallOperation"),
         StampRule("McpInterface", "operations", None, 5, branch="ApiOperation"),
         StampRule("TransportWitnessInputs", "body", 7, None, branch="RawBody"),
+        StampRule("ApiOperation", "stateResetPointers", 7, None, required=False),
+        StampRule("CommandOperation", "stateResetPointers", 7, None, required=False),
+        StampRule("ToolCallOperation", "stateResetPointers", 7, None, required=False),
     ),
     "probe": (
         StampRule("", "defectSignature", 6, None, branch="McpDefectSignature"),
@@ -151,6 +158,16 @@ def _drop_branch(node: Any, branch: str) -> None:
         _drop_branch(value, branch)
 
 
+def _without_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """An optional key's property schema without its ``null`` branch and its ``null`` default."""
+    prop = {key: value for key, value in prop.items() if key != "default"}
+    branches = [branch for branch in prop.get("anyOf", []) if branch.get("type") != "null"]
+    if "anyOf" in prop and len(branches) == 1:
+        del prop["anyOf"]
+        prop = {**branches[0], **prop}
+    return prop
+
+
 def _prune_unreferenced(schema: dict[str, Any]) -> None:
     """Drop ``$defs`` entries nothing refers to any more (a removed branch's models)."""
     while True:
@@ -177,7 +194,9 @@ def schema_at_stamp(stem: str, schema: dict[str, Any], stamp: int) -> dict[str, 
                 _drop_branch(holder["properties"][rule.key], rule.branch)
             continue
         required = holder.setdefault("required", [])
-        if rule.carried_at(stamp):
+        if rule.carried_at(stamp) and not rule.required:
+            holder["properties"][rule.key] = _without_null(holder["properties"][rule.key])
+        elif rule.carried_at(stamp):
             holder["properties"][rule.key].pop("default", None)
             if rule.key not in required:
                 required.append(rule.key)

@@ -18,6 +18,8 @@ import click
 
 from evalquality_core.canonical.json import scan_json, serialize_artifact
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.suite.load import DEFAULT_MAX_INPUT_BYTES as _SUITE_INPUT_CAP
+from evalquality_core.suite.load import input_cap
 
 
 class UsageError(click.UsageError):
@@ -36,18 +38,17 @@ def check_single_stdin(inputs: Mapping[str, str | None]) -> None:
 
 
 #: Inputs larger than this are refused before they are parsed (``--in /dev/zero`` must not take
-#: gigabytes); ``EVALQUALITY_MAX_INPUT_BYTES`` overrides it. Real artifacts are kilobytes.
-DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
+#: gigabytes); ``EVALQUALITY_MAX_INPUT_BYTES`` overrides it. Real artifacts are kilobytes. The flows'
+#: suite reader applies the same cap (``evalquality_core.suite.load.input_cap``).
+DEFAULT_MAX_INPUT_BYTES = _SUITE_INPUT_CAP
 
 
 def max_input_bytes() -> int:
     """The input size cap in force (``EVALQUALITY_MAX_INPUT_BYTES``, else 64 MiB)."""
-    raw = os.environ.get("EVALQUALITY_MAX_INPUT_BYTES", "")
-    if raw.strip().isdigit() and int(raw) > 0:
-        return int(raw)
-    if raw:
-        raise UsageError(f"EVALQUALITY_MAX_INPUT_BYTES={raw!r} is not a positive whole number")
-    return DEFAULT_MAX_INPUT_BYTES
+    try:
+        return input_cap()
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
 
 
 def read_bytes(flag: str, value: str | None, schema_name: str = "input") -> bytes:

@@ -57,6 +57,7 @@ from evalquality_core.compile.rubrics import (
     check_rubric_identifiers,
     check_rubric_reasoning_prose,
 )
+from evalquality_core.compile.state_reset import check_state_reset_pointers
 from evalquality_core.compile.step_reference import check_step_reference_reducibility
 from evalquality_core.compile.temporal import check_nested_temporal_clause, check_scripting_bound
 from evalquality_core.compile.waivers import check_waiver_completeness
@@ -131,6 +132,7 @@ CHECKS: tuple[CheckRow, ...] = (
         False,
         check_witness_legality,
     ),
+    CheckRow(34, "state-reset-pointers", ("unreachable-check-evidence",), False, check_state_reset_pointers),
 )
 
 

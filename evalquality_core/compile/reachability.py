@@ -26,8 +26,8 @@ _COMMAND_UNREACHABLE = frozenset({"response-body", "response-headers", "response
 _TOOL_CALL_UNREACHABLE = frozenset({"response-headers", "stdout", "stderr"})
 
 
-def _descriptor_reason(tail: tuple[str, ...], descriptor: Json, channel: str) -> str | None:
-    """Why a tail cannot be read through a response descriptor, or ``None`` when it can."""
+def descriptor_reason(tail: tuple[str, ...], descriptor: Json, channel: str) -> str | None:
+    """Why a tail cannot be read through a response descriptor, or ``None`` when it can (a ``*`` is a key)."""
     if not tail:
         return None
     first = tail[0]
@@ -61,9 +61,9 @@ def operation_reason(target: EvidenceTarget, operation: OperationRef) -> str | N
             if target.tail:
                 return f'descends into artifact "{target.artifact_id}", which the response descriptor does not describe'
             return None
-        return _descriptor_reason(target.tail, descriptor, f"artifact {target.artifact_id}")
+        return descriptor_reason(target.tail, descriptor, f"artifact {target.artifact_id}")
     if channel == operation.descriptor_channel:
-        return _descriptor_reason(target.tail, descriptor, channel)
+        return descriptor_reason(target.tail, descriptor, channel)
     if operation.is_command and channel in _COMMAND_UNREACHABLE:
         return f"reads the {channel} channel, which a command operation does not produce"
     if channel in ("stdout", "stderr"):

@@ -23,6 +23,7 @@ from evalquality_core.compile.plan_index import Json, OperationRef, declared_key
 from evalquality_core.compile.pointers import descriptor_tokens, is_bound_element, parse_interaction_pointer
 from evalquality_core.compile.reachability import operation_reason
 from evalquality_core.faults import StructuralFailure
+from evalquality_core.preflight.projection import tokens_cover
 from evalquality_core.registries import COMMAND_CHANNELS, TRANSPORT_CHANNELS
 
 _MALFORMED = "malformed-operator-expression"
@@ -169,16 +170,12 @@ def _compact(value: Any) -> str:
 
 
 def _is_volatile(tail: tuple[str, ...], volatile: list[Any]) -> bool:
-    """True when ``tail`` reads at or below a volatile pointer; a ``*`` segment (8.0.0) matches any
-    one key or index at its depth (and so, as any token does, the literal key ``*``)."""
+    """True when ``tail`` reads at or below a non-empty volatile pointer; a ``*`` segment (8.0.0)
+    matches any one key or index at its depth (``preflight/projection.py``, one rule for both)."""
     for pointer in volatile:
         if isinstance(pointer, str):
             tokens = descriptor_tokens(pointer)
-            if (
-                tokens
-                and len(tail) >= len(tokens)
-                and all(want == "*" or want == got for want, got in zip(tokens, tail, strict=False))
-            ):
+            if tokens and tokens_cover(tokens, tail):
                 return True
     return False
 

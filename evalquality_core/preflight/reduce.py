@@ -1,6 +1,6 @@
 """Pre-flight reduction (preflight-adapter.md §2): ``reduce_preflight(plan, observations) → PreflightVerdict``.
 
-Pure. Indexes the port's observations by echoed probe id, projects each (AD-11: volatile fields pruned),
+Pure. Indexes the port's observations by echoed probe id, projects each (AD-11, ``projection.py``: volatile fields pruned),
 builds the baseline evidence each witness relation is resolved over, and computes one check per planned
 check, in plan order. The six check kinds are the rows of ``CHECK_RULES``; every note is one of the
 exact strings in ``NOTES``. The non-obvious rule: a clean leg that issued the fault leg's own request
@@ -10,7 +10,6 @@ and a check left with no clean leg fails, saying why.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from evalquality_core.evaluate.pointers import as_wire, decode_tokens
 from evalquality_core.evaluate.resolution import ResolutionContext, resolve_check
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import PlannedCheck, PlannedLeg, PreflightPlan, declares_request_keys
+from evalquality_core.preflight.projection import project, state_reset_projection
 from evalquality_core.registries import PreflightCheckKind, PreflightCheckOutcome
 
 #: The verdict schema we write (§2.5: v2 adds ``interfaceId`` on every check).
@@ -82,73 +82,6 @@ Resolver = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]], Mapping
 
 
 # --- projection and evidence (§2.2) -------------------------------------------------------------
-
-
-def _prune(value: Any, tokens: tuple[str, ...]) -> None:
-    """Remove the value at ``tokens`` in place; ``*`` fans out; a pointer resolving to nothing does nothing."""
-    if not tokens:
-        return
-    head, rest = tokens[0], tokens[1:]
-    if isinstance(value, dict):
-        keys = list(value) if head == "*" else ([head] if head in value else [])
-        for key in keys:
-            if rest:
-                _prune(value[key], rest)
-            else:
-                del value[key]
-    elif isinstance(value, list):
-        if head == "*":
-            indexes = list(range(len(value)))
-        elif head.isdigit() and (head == "0" or not head.startswith("0")) and int(head) < len(value):
-            indexes = [int(head)]
-        else:
-            indexes = []
-        for index in reversed(indexes):
-            if rest:
-                _prune(value[index], rest)
-            else:
-                del value[index]
-
-
-def prune_body(body: Mapping[str, Any], volatile_pointers: Sequence[str]) -> Mapping[str, Any]:
-    """AD-11 pruning of a described body: only ``json`` bodies change, on a clone; ``""`` makes it absent."""
-    if body.get("kind") != "json" or not volatile_pointers:
-        return body
-    if "" in volatile_pointers:
-        return {"kind": "absent"}
-    value = copy.deepcopy(body["value"])
-    for pointer in volatile_pointers:
-        _prune(value, decode_tokens(pointer))
-    return {"kind": "json", "value": value}
-
-
-def described_body(observation: Mapping[str, Any], operation: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The channel the operation's response descriptor describes (§2.2)."""
-    kind = observation["kind"]
-    if kind == "api":
-        return observation["body"]
-    if kind == "mcp":
-        return observation["result"]
-    channel = operation.get("descriptorChannel") or {}
-    if channel.get("kind") == "artifact":
-        return observation["artifacts"].get(channel["artifactId"], {"kind": "absent"})
-    if channel.get("channel") == "stderr":
-        return observation["stderr"]
-    return observation["stdout"]
-
-
-def project(observation: Mapping[str, Any], operation: Mapping[str, Any]) -> dict[str, Any]:
-    """The AD-11 projection of one observation: identity, status or exit code, tool error, pruned body."""
-    kind = observation["kind"]
-    return {
-        "legId": observation["probeId"],
-        "interfaceId": observation["interfaceId"],
-        "operationId": observation["operationId"],
-        "status": observation["status"] if kind == "api" else None,
-        "exitCode": observation.get("exitCode") if kind in ("cli", "mcp") else None,
-        "toolError": observation["isError"] if kind == "mcp" else None,
-        "body": prune_body(described_body(observation, operation), operation.get("volatilePointers") or []),
-    }
 
 
 def _unwrap(body: Mapping[str, Any]) -> Any:
@@ -293,8 +226,9 @@ def _state_reset(check: PlannedCheck, states: Mapping[str, LegState], _plan: Pre
     first, last = (states[leg_id] for leg_id in check.leg_ids)
     if first.projection is None or last.projection is None:
         return CheckResult("failed", NOTES["observe-missing"], None, None)
-    a = {key: value for key, value in first.projection.items() if key != "legId"}
-    b = {key: value for key, value in last.projection.items() if key != "legId"}
+    # 8.0.0: an operation listing stateResetPointers is compared on those values (and its transport fields) only.
+    a = {key: value for key, value in state_reset_projection(first.projection, first.leg.operation).items() if key != "legId"}
+    b = {key: value for key, value in state_reset_projection(last.projection, last.leg.operation).items() if key != "legId"}
     if digest_artifact(a) == digest_artifact(b):
         return CheckResult("satisfied", None, None, None)
     return CheckResult("failed", NOTES["projections-differ"].format(a=first.leg.leg_id, b=last.leg.leg_id), None, None)

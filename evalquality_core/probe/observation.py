@@ -25,7 +25,9 @@ from evalquality_core.canonical.json import MAX_SAFE_INTEGER, check_value_domain
 from evalquality_core.faults import RuntimeFault
 
 __all__ = [
+    "NOT_JSON",
     "assemble_cli_observation",
+    "json_value_of_text",
     "decode_output",
     "observation_to_wire_payload",
     "observed_from_bytes",
@@ -53,14 +55,30 @@ def decode_output(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def observed_from_text(text: str) -> JsonPayload | TextPayload:
-    """``bodyFromText``: ``""`` → text; JSON → json; anything else → text."""
+#: One decoder for every call (building one per call costs more than decoding a small body);
+#: ``decode`` is what ``json.loads(text, parse_constant=..., parse_int=...)`` runs.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_safe_int)
+#: What ``json_value_of_text`` answers for text that is not JSON under ``bodyFromText``.
+NOT_JSON: Any = object()
+
+
+def json_value_of_text(text: str) -> Any:
+    """The JSON value of ``text`` under ``bodyFromText``'s rules (in the canonical domain), or
+    ``NOT_JSON`` (the empty string, invalid JSON, ``NaN``/``Infinity``, an unsafe integer)."""
     if text == "":
-        return TextPayload(kind="text", value="")
+        return NOT_JSON
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_int=_safe_int)
+        value = _DECODER.decode(text)
         check_value_domain(value)
     except (ValueError, _NotJson, RecursionError, RuntimeFault):
+        return NOT_JSON
+    return value
+
+
+def observed_from_text(text: str) -> JsonPayload | TextPayload:
+    """``bodyFromText``: ``""`` → text; JSON → json; anything else → text."""
+    value = json_value_of_text(text)
+    if value is NOT_JSON:
         return TextPayload(kind="text", value=text)
     return JsonPayload(kind="json", value=value)
 

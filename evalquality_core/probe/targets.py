@@ -11,7 +11,9 @@ example ``{python}``) that the caller fills in ``to_policy``; an unfilled placeh
 The cross-check is two-way, because a contract naming an executable nobody ships "is fiction that
 compiles" and a registered command no contract uses is an authorization nobody reviews: every
 (interface, executable) a cli contract names must be registered with the subcommand paths it uses,
-and every registered pair must be named by some contract.
+and every registered pair must be named by some contract. api entries are checked the same way
+(interface and methods), and so are tool servers (``cross_check_mcp_targets``: interface, and the
+tools the contract's mcp operations call against the entry's ``tools``, both ways).
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ __all__ = [
     "TARGET_KEYS",
     "TargetCoverage",
     "TargetRegistry",
+    "McpTargetCoverage",
     "cross_check_api_targets",
+    "cross_check_mcp_targets",
     "cross_check_targets",
     "parse_targets",
 ]
@@ -124,6 +128,8 @@ class TargetRegistry:
     service: Mapping[str, Any] | None = None
     #: The ``kind = "mcp"`` tables (tool servers, ``probe.mcp_policy``), wire-shaped, templates unfilled.
     mcp_entries: tuple[Mapping[str, Any], ...] = ()
+    #: Where each of ``mcp_entries`` stands in the file (``target[3]``), for diagnostics.
+    mcp_places: tuple[str, ...] = ()
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""
@@ -240,6 +246,7 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     entries: list[dict[str, Any]] = []
     api_entries: list[dict[str, Any]] = []
     mcp_entries: list[dict[str, Any]] = []
+    mcp_places: list[str] = []
     placeholders: set[str] = set()
     seen: set[tuple[str, str]] = set()
     for index, table in enumerate(tables):
@@ -259,6 +266,7 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             if any(other["interfaceId"] == mcp_entry["interfaceId"] for other in mcp_entries):
                 raise _fault(source, f"{where} registers tool server {mcp_entry['interfaceId']!r} a second time")
             mcp_entries.append(mcp_entry)
+            mcp_places.append(where)
             placeholders.update(used)
             continue
         table = {key: value for key, value in table.items() if key != "kind"}
@@ -289,7 +297,7 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         placeholders.discard(service["port_placeholder"])  # filled per call by the service adapter
     return TargetRegistry(
         source=source, entries=tuple(entries), placeholders=frozenset(placeholders), api_entries=tuple(api_entries),
-        service=service, mcp_entries=tuple(mcp_entries),
+        service=service, mcp_entries=tuple(mcp_entries), mcp_places=tuple(mcp_places),
     )
 
 
@@ -333,6 +341,8 @@ class TargetCoverage:
     unregistered: tuple[tuple[str, str, str], ...]
     unpermitted_subcommands: tuple[tuple[str, str, str, tuple[str, ...]], ...]
     unused: tuple[tuple[str, str], ...]
+    #: What the second slot of a row is: ``executable`` (cli) or ``method`` (api).
+    noun: str = "executable"
 
     @property
     def ok(self) -> bool:
@@ -341,17 +351,21 @@ class TargetCoverage:
 
     def problems(self) -> list[str]:
         """One sentence per problem, for a test failure or a CLI diagnostic."""
+        noun = self.noun
         lines = [
-            f'contract "{contract}" names interface "{interface}" executable "{executable}", which the registry does not register'
+            f'contract "{contract}" names interface "{interface}" {noun} "{executable}", which the registry does not register'
             for contract, interface, executable in self.unregistered
         ]
         lines += [
             f'contract "{contract}" runs interface "{interface}" executable "{executable}" with subcommand path '
             f"[{', '.join(path)}], which the registry does not permit"
+            if noun == "executable" else
+            f'contract "{contract}" calls interface "{interface}" with {noun} "{executable}", which the registry does not permit'
             for contract, interface, executable, path in self.unpermitted_subcommands
         ]
         lines += [
-            f'the registry registers interface "{interface}" executable "{executable}", which no contract names'
+            f'the registry registers interface "{interface}"' + (f' {noun} "{executable}"' if executable else "")
+            + ", which no contract names"
             for interface, executable in self.unused
         ]
         return lines
@@ -427,4 +441,91 @@ def cross_check_api_targets(registry: TargetRegistry, contracts: Iterable[Any]) 
                     if row4 not in unpermitted:
                         unpermitted.append(row4)
     unused = tuple((interface, "") for interface in registry.api_interfaces() if interface not in named)
-    return TargetCoverage(tuple(unregistered), tuple(unpermitted), unused)
+    return TargetCoverage(tuple(unregistered), tuple(unpermitted), unused, noun="method")
+
+
+@dataclass(frozen=True)
+class McpTargetCoverage:
+    """The two-way cross-check of the ``kind = "mcp"`` entries against the contracts' mcp interfaces.
+
+    ``unregistered``: (contract, interface) a contract declares as an mcp interface that no mcp entry
+    registers. ``unlisted_tools``: (place, interface, tool, contract, operation), a tool an operation
+    calls that the entry's ``tools`` does not list (the adapter would deny it). ``unused``: (place,
+    interface, how the contracts declare it, or "" when none names it), an entry no contract declares
+    as a tool server. ``uncalled_tools``: (place, interface, tool), a listed tool no operation calls
+    (an authorization nobody reviews). ``ok`` when all four are empty."""
+
+    unregistered: tuple[tuple[str, str], ...]
+    unlisted_tools: tuple[tuple[str, str, str, str, str], ...]
+    unused: tuple[tuple[str, str, str], ...]
+    uncalled_tools: tuple[tuple[str, str, str], ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every tool server and tool a contract calls is registered, and nothing else."""
+        return not (self.unregistered or self.unlisted_tools or self.unused or self.uncalled_tools)
+
+    def problems(self) -> list[str]:
+        """One sentence per problem, naming the registry entry (``target[i]``) where there is one."""
+        lines = [
+            f'contract "{contract}" declares tool server "{interface}", which no kind = "mcp" entry registers'
+            for contract, interface in self.unregistered
+        ]
+        lines += [
+            f'{place} ("{interface}") does not list tool "{tool}", which contract "{contract}" calls in operation '
+            f'"{operation}"'
+            for place, interface, tool, contract, operation in self.unlisted_tools
+        ]
+        lines += [
+            f'{place} registers tool server "{interface}", which '
+            + (f"the contract declares as a {kind} interface, not mcp" if kind else "no contract names")
+            for place, interface, kind in self.unused
+        ]
+        lines += [
+            f'{place} ("{interface}") lists tool "{tool}", which no operation of a contract calls'
+            for place, interface, tool in self.uncalled_tools
+        ]
+        return lines
+
+
+def cross_check_mcp_targets(registry: TargetRegistry, contracts: Iterable[Any]) -> McpTargetCoverage:
+    """Cross-check the registry's tool servers against the contracts' mcp interfaces, both ways."""
+    places = dict(zip((entry["interfaceId"] for entry in registry.mcp_entries), registry.mcp_places, strict=False))
+    listed = {entry["interfaceId"]: list(entry["tools"]) for entry in registry.mcp_entries}
+    declared: dict[str, str] = {}  # interface -> the kind a contract gives it
+    called: dict[str, set[str]] = {}
+    unregistered: list[tuple[str, str]] = []
+    unlisted: list[tuple[str, str, str, str, str]] = []
+    for contract in contracts:
+        wire = _wire(contract)
+        contract_id = str(wire.get("contractId", "?"))
+        for interface in wire.get("permittedInterfaces", []):
+            logical, kind = str(interface.get("logicalId", "")), str(interface.get("kind", ""))
+            declared.setdefault(logical, kind)
+            if kind != "mcp":
+                continue
+            declared[logical] = "mcp"
+            if logical not in listed:
+                if (contract_id, logical) not in unregistered:
+                    unregistered.append((contract_id, logical))
+                continue
+            for operation in interface.get("operations", []):
+                tool = str(operation.get("toolName", ""))
+                called.setdefault(logical, set()).add(tool)
+                if tool not in listed[logical]:
+                    row = (places.get(logical, "target[?]"), logical, tool, contract_id, str(operation.get("operationId", "")))
+                    if row not in unlisted:
+                        unlisted.append(row)
+    unused = tuple(
+        (places.get(interface, "target[?]"), interface, declared.get(interface, ""))
+        for interface in listed
+        if declared.get(interface) != "mcp"
+    )
+    uncalled = tuple(
+        (places.get(interface, "target[?]"), interface, tool)
+        for interface, tools in listed.items()
+        if declared.get(interface) == "mcp"
+        for tool in tools
+        if tool not in called.get(interface, set())
+    )
+    return McpTargetCoverage(tuple(unregistered), tuple(unlisted), unused, uncalled)

@@ -114,16 +114,27 @@ def _contract(root: Path) -> str:
 
 
 def _registry(root: Path) -> str:
-    from evalquality_core.probe.targets import cross_check_targets, parse_targets
+    from evalquality_core.probe.targets import (
+        cross_check_api_targets,
+        cross_check_mcp_targets,
+        cross_check_targets,
+        parse_targets,
+    )
 
     text = (root / "targets.toml").read_text(encoding="utf-8")
     registry = parse_targets(text, str(root / "targets.toml"))
-    coverage = cross_check_targets(registry, [read_suite_json(root / "contract.json")])
-    if not coverage.ok:
-        raise _Problem(f"targets.toml: {coverage.problems()[0]}",
-                       "register every executable and subcommand path the contract names, and nothing else")
+    contracts = [read_suite_json(root / "contract.json")]
+    for coverage, fix in (
+        (cross_check_targets(registry, contracts), "register every executable and subcommand path the contract names, and nothing else"),
+        (cross_check_api_targets(registry, contracts), "register every api interface and method the contract calls, and nothing else"),
+        (cross_check_mcp_targets(registry, contracts), "register every tool server and tool the contract calls, and nothing else"),
+    ):
+        if not coverage.ok:
+            raise _Problem(f"{root / 'targets.toml'}: {coverage.problems()[0]}", fix)
     registry.to_policy({"python": sys.executable})
-    return f"{len(registry.entries)} target(s) register exactly what the contract names"
+    registry.to_mcp_policy({"python": sys.executable})
+    count = len(registry.entries) + len(registry.api_entries) + len(registry.mcp_entries)
+    return f"{count} target(s) register exactly what the contract names"
 
 
 def _evaluator(root: Path) -> str:

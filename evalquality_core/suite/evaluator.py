@@ -62,8 +62,8 @@ from evalquality_core.suite.load import (
     load_suite,
     mutation_for_probe,
     problem_line,
-    public_reference,
     read_suite_settings,
+    suite_relative,
 )
 from evalquality_core.suite.staging import stage_for_leg, stage_workspace
 
@@ -474,13 +474,115 @@ def seal_brief_digest(contract: Mapping[str, Any]) -> str:
     return digest_artifact(seal(compile_contract(dict(contract))))
 
 
+def tool_inventory(contract: Mapping[str, Any]) -> list[str]:
+    """Every operation the contract permits, by the name an evaluator calls it: a command with its
+    subcommand path, an mcp tool by its tool name, an HTTP call by method and path template."""
+    return sorted({op["toolName"] if interface["kind"] == "mcp"
+                   else f"{op['method']} {op['pathTemplate']}" if interface["kind"] == "api"
+                   else " ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
+                   for interface in contract["permittedInterfaces"] for op in interface["operations"]})
+
+
+def request_tool(request: Mapping[str, Any]) -> str:
+    """The name :func:`tool_inventory` gives the operation one sent request (cli, api or mcp) called."""
+    if request["kind"] == "mcp":
+        return str(request["toolName"])
+    if request["kind"] == "api":
+        return f"{request['method']} {request['pathTemplate']}"
+    return " ".join([request["executable"], *request["subcommandPath"]])
+
+
+@dataclass(frozen=True)
+class SealedParts:
+    """One sealed trial: the record and its isolation manifest (wire JSON) and the actions file's bytes."""
+
+    record: dict[str, Any]
+    manifest: dict[str, Any]
+    actions: bytes
+
+
+def seal_trial(
+    *,
+    contract: Mapping[str, Any],
+    configuration: Mapping[str, Any],
+    run_id: str,
+    arm: str,
+    trial_index: int,
+    requests: Sequence[Mapping[str, Any]],
+    observations: Sequence[Mapping[str, Any]],
+    dispositions: Sequence[Mapping[str, Any]],
+    findings: Sequence[Mapping[str, Any]],
+    recommendation: str,
+    folder: str,
+    evaluator_tool_calls: int = 0,
+) -> SealedParts:
+    """Seal one judged trial (pure): the ``SealedRunRecord``, its ``IsolationManifest`` and ``actions.jsonl``.
+
+    Shared by the stored trials (:func:`write_trial`) and the live ones (``tasks/trials.py``), so a live
+    record differs from a stored one only where its evaluator does. Every digest is ours, so ingest
+    agrees; the references name ``<folder>/actions.jsonl`` and ``<folder>/isolation-manifest.json``
+    (``folder`` relative to where the trials are kept). ``resourceUse.toolCalls`` counts the plan's
+    requests plus the evaluator's own tool calls.
+    """
+    contract_digest = digest_artifact(dict(contract))
+    actions = "".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests).encode("utf-8")
+    tool_calls = len(requests) + evaluator_tool_calls
+    resource_use = {"toolCalls": tool_calls, "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
+    manifest = to_wire(read_artifact(IsolationManifest, {
+        "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
+        "parentDigest": None,
+        "revisionCount": 0,
+        "runId": run_id,
+        "contractId": contract["contractId"],
+        "conditionArm": arm,
+        "modelSnapshot": configuration["modelSnapshot"],
+        "systemPromptDigest": configuration["systemPromptDigest"],
+        "contractDigest": contract_digest,
+        "evaluatorConfigurationDigest": digest_artifact(dict(configuration)),
+        "workspaceIdentity": f"{run_id}-trial-{trial_index}",
+        "allowedMounts": [],
+        "observedMounts": [],
+        "networkAllowlist": [],
+        "observedNetworkTargets": [],
+        "toolAllowlist": list(configuration["toolInventory"]),
+        "observedToolCalls": sorted({request_tool(r) for r in requests}),
+        "resourceCeilings": {"maxToolCalls": max(1, contract["budgets"]["maxToolCalls"], tool_calls),
+                             "maxInputTokens": 1, "maxOutputTokens": 1,
+                             "maxWallClockMinutes": max(1, contract["budgets"]["maxWallClockMinutes"]),
+                             "maxCostUsd": "0.01"},
+        "actualResourceUse": resource_use,
+        "forbiddenInputAccounting": {name: {"withheld": True, "note": None} for name in FORBIDDEN_INPUT_FLOOR},
+        "violation": None,
+    }, "IsolationManifest"))
+    folder = folder.rstrip("/")
+    record = to_wire(read_artifact(SealedRunRecord, {
+        "schemaVersion": SealedRunRecord.WRITTEN_SCHEMA_VERSION,
+        "parentDigest": None,
+        "revisionCount": 0,
+        "runId": run_id,
+        "conditionArm": arm,
+        "mode": "contract-scoring",
+        "trialIndex": trial_index,
+        "contractDigest": contract_digest,
+        "sealedBriefDigest": configuration["sealedBriefDigest"],
+        "evaluatorConfigurationDigest": digest_artifact(dict(configuration)),
+        "evaluatorRecommendation": recommendation,
+        "oracleDispositions": list(dispositions),
+        "findings": list(findings),
+        "observations": list(observations),
+        "judgeResults": [],
+        "actionsArtifact": {"storage": "public", "path": f"{folder}/actions.jsonl", "privateRef": None,
+                            "digest": digest_bytes(actions)},
+        "isolationManifestArtifact": {"storage": "public", "path": f"{folder}/isolation-manifest.json",
+                                      "privateRef": None, "digest": digest_bytes(serialize_artifact(manifest))},
+        "resourceUse": resource_use,
+        "evidenceDisclosure": {"truncationBound": None, "reportedIncomplete": False},
+    }, "SealedRunRecord"))
+    return SealedParts(record, manifest, actions)
+
+
 def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     """The evaluator configuration every trial of the suite declares (no trial index: trials pool)."""
-    # A command is named with its subcommand path, a tool by its tool name, an HTTP call by method and path.
-    tools = sorted({op["toolName"] if interface["kind"] == "mcp"
-                    else f"{op['method']} {op['pathTemplate']}" if interface["kind"] == "api"
-                    else " ".join([op["invocation"]["executable"], *op["invocation"]["subcommandPath"]])
-                    for interface in suite.contract["permittedInterfaces"] for op in interface["operations"]})
     value = {
         "schemaVersion": EvaluatorConfiguration.WRITTEN_SCHEMA_VERSION,
         "parentDigest": None,
@@ -490,7 +592,7 @@ def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
         "modelSnapshot": MODEL_SNAPSHOT,
         "systemPromptDigest": digest_bytes(INSTRUCTIONS.encode("utf-8")),
         "decodingParameters": {},
-        "toolInventory": tools,
+        "toolInventory": tool_inventory(suite.contract),
         "permissionInventory": [],
         "budgets": dict(suite.contract["budgets"]),
         "seed": None,
@@ -518,67 +620,25 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     mutation = mutation_for_probe(suite.root, probe_id)
     requests, observations, _ = run_staged(judged_suite, mutation, adapter)
     judgement = judge(contract, observations, probe_id)
-    contract_digest = digest_artifact(contract)
     configuration = evaluator_configuration(judged_suite, seal_brief_digest(contract))
-    configuration_digest = digest_artifact(configuration)
-    run_id = f"{suite.name}-{probe_id.lower()}"
-    arm = "clean" if mutation is None else "mutated"
+    sealed = seal_trial(
+        contract=contract,
+        configuration=configuration,
+        run_id=f"{suite.name}-{probe_id.lower()}",
+        arm="clean" if mutation is None else "mutated",
+        trial_index=trial_index,
+        requests=requests,
+        observations=observations,
+        dispositions=judgement.dispositions,
+        findings=judgement.findings,
+        recommendation=judgement.recommendation,
+        folder=suite_relative(trial_dir, reference_root),
+    )
     trial_dir.mkdir(parents=True, exist_ok=True)
-    actions = trial_dir / "actions.jsonl"
-    actions.write_text("".join(canonical_bytes(r).decode("utf-8") + "\n" for r in requests), encoding="utf-8")
-    resource_use = {"toolCalls": len(requests), "inputTokens": 0, "outputTokens": 0, "wallClockSeconds": 0, "costUsd": "0"}
-    tools = [r["toolName"] if r["kind"] == "mcp" else f"{r['method']} {r['pathTemplate']}" if r["kind"] == "api"
-             else " ".join([r["executable"], *r["subcommandPath"]]) for r in requests]
-    manifest = {
-        "schemaVersion": IsolationManifest.WRITTEN_SCHEMA_VERSION,
-        "parentDigest": None,
-        "revisionCount": 0,
-        "runId": run_id,
-        "contractId": contract["contractId"],
-        "conditionArm": arm,
-        "modelSnapshot": MODEL_SNAPSHOT,
-        "systemPromptDigest": configuration["systemPromptDigest"],
-        "contractDigest": contract_digest,
-        "evaluatorConfigurationDigest": configuration_digest,
-        "workspaceIdentity": f"{run_id}-trial-{trial_index}",
-        "allowedMounts": [],
-        "observedMounts": [],
-        "networkAllowlist": [],
-        "observedNetworkTargets": [],
-        "toolAllowlist": configuration["toolInventory"],
-        "observedToolCalls": sorted(set(tools)),
-        "resourceCeilings": {"maxToolCalls": max(1, contract["budgets"]["maxToolCalls"]), "maxInputTokens": 1,
-                             "maxOutputTokens": 1, "maxWallClockMinutes": max(1, contract["budgets"]["maxWallClockMinutes"]),
-                             "maxCostUsd": "0.01"},
-        "actualResourceUse": resource_use,
-        "forbiddenInputAccounting": {name: {"withheld": True, "note": None} for name in FORBIDDEN_INPUT_FLOOR},
-        "violation": None,
-    }
-    manifest = to_wire(read_artifact(IsolationManifest, manifest, "IsolationManifest"))
-    _write(trial_dir / "isolation-manifest.json", manifest)
+    (trial_dir / "actions.jsonl").write_bytes(sealed.actions)
+    _write(trial_dir / "isolation-manifest.json", sealed.manifest)
     _write(trial_dir / "evaluator-configuration.json", configuration)
-    record = {
-        "schemaVersion": SealedRunRecord.WRITTEN_SCHEMA_VERSION,
-        "parentDigest": None,
-        "revisionCount": 0,
-        "runId": run_id,
-        "conditionArm": arm,
-        "mode": "contract-scoring",
-        "trialIndex": trial_index,
-        "contractDigest": contract_digest,
-        "sealedBriefDigest": configuration["sealedBriefDigest"],
-        "evaluatorConfigurationDigest": configuration_digest,
-        "evaluatorRecommendation": judgement.recommendation,
-        "oracleDispositions": judgement.dispositions,
-        "findings": judgement.findings,
-        "observations": observations,
-        "judgeResults": [],
-        "actionsArtifact": public_reference(actions, root=reference_root),
-        "isolationManifestArtifact": public_reference(trial_dir / "isolation-manifest.json", root=reference_root),
-        "resourceUse": resource_use,
-        "evidenceDisclosure": {"truncationBound": None, "reportedIncomplete": False},
-    }
-    record = to_wire(read_artifact(SealedRunRecord, record, "SealedRunRecord"))
+    record = sealed.record
     _write(trial_dir / "sealed-run-record.json", record)
     return record
 

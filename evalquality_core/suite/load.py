@@ -17,6 +17,8 @@ Every problem is a :class:`SuiteError` (or a subclass) whose message is one line
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -53,8 +55,10 @@ class EvaluatorError(SuiteError):
     """The reference evaluator could not run a trial faithfully; the message names the suite, step or file."""
 
 
-#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only).
+#: The keys of ``mutations/<name>.json``: every one required except ``naiveCheck`` (gameability only)
+#: and ``generated`` (the marker and provenance of a machine-made mutant, evalquality_core/mutants).
 MUTATION_KEYS: frozenset[str] = frozenset({"probeId", "operator", "target", "description", "find", "replace"})
+MUTATION_OPTIONAL_KEYS: frozenset[str] = frozenset({"naiveCheck", "generated"})
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
@@ -78,18 +82,72 @@ def problem_line(problem: BaseException) -> str:
     return " ".join(str(problem).split())  # one line, whatever the message held
 
 
-def read_suite_text(path: Path) -> str:
-    """The UTF-8 text of a suite file; a missing, unreadable or undecodable file is a StagingError naming it."""
+#: Suite files and artifacts larger than this are refused before they are parsed (a probe pointing at a
+#: multi-gigabyte file must not take the memory); ``EVALQUALITY_MAX_INPUT_BYTES`` overrides it. The CLI
+#: caps its inputs with the same rule (``evalquality_core.cli.io.max_input_bytes``).
+DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
+#: The environment variable that overrides :data:`DEFAULT_MAX_INPUT_BYTES`.
+MAX_INPUT_ENV = "EVALQUALITY_MAX_INPUT_BYTES"
+
+
+def input_cap() -> int:
+    """The input size cap in force (``EVALQUALITY_MAX_INPUT_BYTES``, else 64 MiB); ``ValueError`` (one
+    line) when the variable is set to anything but a positive whole number."""
+    raw = os.environ.get(MAX_INPUT_ENV, "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)
+    if raw:
+        raise ValueError(f"{MAX_INPUT_ENV}={raw!r} is not a positive whole number")
+    return DEFAULT_MAX_INPUT_BYTES
+
+
+def read_suite_bytes(path: Path) -> bytes:
+    """The bytes of a suite file or stored artifact, at most :func:`input_cap` of them.
+
+    Read without blocking on a FIFO and refused unless it is a regular file; a file over the cap is
+    refused after reading one byte past it, before anything parses it. Every refusal is a
+    ``StagingError`` whose message is one line naming the file (and the cap, and how to raise it).
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        cap = input_cap()
+    except ValueError as problem:
+        raise StagingError(str(problem)) from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise StagingError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise StagingError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
     except OSError as exc:
         raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StagingError(f"{path}: is not a regular file")
+        chunks, total = [], 0
+        while total <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if total > cap:
+        raise StagingError(
+            f"{path}: larger than {cap} bytes; nothing was parsed (raise {MAX_INPUT_ENV} to allow it)"
+        )
+    return b"".join(chunks)
+
+
+def read_suite_text(path: Path) -> str:
+    """The UTF-8 text of a suite file (:func:`read_suite_bytes`); a missing, unreadable, oversized or
+    undecodable file is a StagingError naming it."""
+    try:
+        return read_suite_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
 
 
 def read_suite_json(path: Path) -> Any:
@@ -208,12 +266,14 @@ def load_mutations(suite: str | Path) -> dict[str, Mutation]:
     mutations: dict[str, Mutation] = {}
     for path in sorted((suite_dir(suite) / "mutations").glob("*.json")):
         data = read_suite_json(path)
-        check_keys(path, data, MUTATION_KEYS, frozenset({"naiveCheck"}))
+        check_keys(path, data, MUTATION_KEYS, MUTATION_OPTIONAL_KEYS)
         texts = sorted(key for key in MUTATION_KEYS if not isinstance(data[key], str))
         if texts:
             raise StagingError(f"{path}: {', '.join(texts)} must be string(s)")
         if data.get("naiveCheck") is not None and not isinstance(data["naiveCheck"], dict):
             raise StagingError(f"{path}: naiveCheck must be an Expression object or null")
+        if "generated" in data and not isinstance(data["generated"], dict):
+            raise StagingError(f"{path}: generated must be an object (the generator's marker)")
         mutation = Mutation(
             mutation_id=path.stem,
             probe_id=data["probeId"],
@@ -358,13 +418,15 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite) -> ProbeRouter:
+def adapter_for(suite: Suite, values: dict[str, str] | None = None) -> ProbeRouter:
     """Our adapters under the suite's target registry, the interpreter filled in: the command-line
     adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
     and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh
     server per call in the staged workspace)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
-    values = {"python": sys.executable}
+    # ``values`` fills the registry's placeholders otherwise ({python}: this interpreter); the mutants'
+    # line-coverage recording fills {python} with a tracing wrapper (suite/line_coverage.py).
+    values = values or {"python": sys.executable}
     adapters: dict[str, Any] = {
         "cli": CommandLineAdapter(registry.to_policy(values)),
         "mcp": McpStdioAdapter(registry.to_mcp_policy(values)),

@@ -1,11 +1,11 @@
 """A real loopback HTTP server for the HTTP adapter's tests and its conformance subject.
 
-``LoopbackServer()`` binds 127.0.0.1 on an ephemeral port and serves on a thread until ``close()``
-(also a context manager). Routes:
+``LoopbackServer(tls=None)`` binds 127.0.0.1 on an ephemeral port and serves on a thread until
+``close()`` (also a context manager); given a server-side ``ssl.SSLContext`` it serves https. Routes:
 
 ``/ok`` 200 JSON · ``/fault`` 500 JSON · ``/text`` 200 text/plain · ``/json-as-text`` JSON under
 text/plain · ``/empty`` 204 · ``/cookies`` two Set-Cookie and two X-Multi headers · ``/echo`` the
-request (method, path, query, headers, body as latin-1 text, body length) as JSON ·
+request (method, path, query, headers, body as latin-1 text, body length, the client's port) as JSON ·
 ``/redirect-to?url=U&status=S`` a redirect to U · ``/redirect-chain/N`` redirects to N+1 forever ·
 ``/oversize?n=B`` B bytes · ``/slow?ms=T`` answers after T ms · ``/hang`` never answers (until close)
 · ``/status?code=C`` answers with status C (600 included) · ``/trickle`` one byte every 50 ms.
@@ -14,6 +14,7 @@ request (method, path, query, headers, body as latin-1 text, body length) as JSO
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -67,6 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "headers": [[k.lower(), v] for k, v in self.headers.items()],
                 "body": body.decode("latin-1"),
                 "bodyLength": len(body),
+                "peerPort": self.client_address[1],  # tells connections apart
             }
             self._send(200, json.dumps(echoed).encode())
         elif path == "/redirect-to":
@@ -111,8 +113,10 @@ class _Server(ThreadingHTTPServer):
 class LoopbackServer:
     """A running server on 127.0.0.1:<ephemeral>; ``hits`` lists (method, path, headers) received."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
+        if tls is not None:  # https: the handshake runs in the handler's thread, on its first read
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
         self._server.hits = []
         self._server.stop = threading.Event()
         self.port = self._server.server_address[1]

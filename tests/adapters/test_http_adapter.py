@@ -243,3 +243,62 @@ def test_other_kinds_are_refused(server: LoopbackServer) -> None:
     with pytest.raises(RuntimeFault) as malformed:
         adapter.probe({"kind": "api"})
     assert malformed.value.code == "schema-parse-failure"
+
+
+# --- one client per thread, reused: nothing carries over from one hop to the next -----------------------
+
+
+def test_every_hop_opens_its_own_connection_and_sends_no_cookie_it_was_given(server: LoopbackServer) -> None:
+    adapter, _ = adapter_for(server)
+    adapter.probe(request("/cookies"))  # answers two Set-Cookie headers
+    first, second = echo(server), echo(server)
+    assert first["peerPort"] != second["peerPort"]  # no keep-alive: a new connection each time
+    assert not [name for name, _ in first["headers"] + second["headers"] if name == "cookie"]
+
+
+def test_a_short_deadline_after_a_long_one_is_still_enforced(server: LoopbackServer) -> None:
+    # The watchdog sleeps until the earliest deadline it knows; a later hop that needs it sooner wakes it.
+    patient, _ = adapter_for(server, maxElapsedMs=60000)
+    assert patient.probe(request("/ok")).status == 200
+    hasty, _ = adapter_for(server, maxElapsedMs=300, maxResponseBytes=100000)
+    started = time.monotonic()
+    with pytest.raises(RuntimeFault) as raised:
+        hasty.probe(request("/trickle"))
+    assert raised.value.code == "budget-exhausted" and time.monotonic() - started < 2.0
+    abort = threading.Event()
+    threading.Timer(0.2, abort.set).start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeFault) as aborted:
+        patient.probe(request("/hang"), abort=abort)
+    assert aborted.value.code == "aborted" and time.monotonic() - started < 1.2
+
+
+def test_adapters_on_many_threads_reach_only_their_own_servers() -> None:
+    with LoopbackServer() as one, LoopbackServer() as two:
+        failures: list[str] = []
+
+        def drive(running: LoopbackServer) -> None:
+            adapter, _ = adapter_for(running)
+            for index in range(15):
+                seen = adapter.probe(request("/echo", query={"i": index})).body.value
+                hosts = [value for name, value in seen["headers"] if name == "host"]  # type: ignore[index]
+                if hosts != [f"svc.test:{running.port}"] or seen["query"] != f"i={index}":  # type: ignore[index]
+                    failures.append(f"{running.port}: {seen}")
+
+        threads = [threading.Thread(target=drive, args=(running,)) for running in (one, two, one, two)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert failures == []
+        assert len(one.hits) == len(two.hits) == 30
+
+
+def test_a_denial_stays_a_denial_when_asked_again(server: LoopbackServer) -> None:
+    adapter, calls = adapter_for(server)
+    for _ in range(3):
+        with pytest.raises(RuntimeFault) as raised:
+            adapter.probe(request("/ok", method="DELETE"))
+        assert raised.value.reason == "method-not-authorized"
+        assert adapter.probe(request("/ok")).status == 200
+    assert calls.calls == 3

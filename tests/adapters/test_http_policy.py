@@ -273,3 +273,19 @@ def test_api_cross_check_is_two_way() -> None:
     assert coverage.unpermitted_subcommands == (("c", "notes-api", "DELETE", ()),)
     assert coverage.unused == ()
     assert cross_check_api_targets(registry, []).unused == (("notes-api", ""),)
+
+
+def test_api_cross_check_problems_speak_of_methods() -> None:
+    """``suite check`` shows these lines (it cross-checks cli, api and mcp entries alike)."""
+    registry = parse_targets(API_TOML, "t.toml")
+    contract = {"contractId": "c", "permittedInterfaces": [
+        {"kind": "api", "logicalId": "notes-api", "operations": [{"method": "DELETE"}]},
+        {"kind": "api", "logicalId": "unregistered-api", "operations": [{"method": "GET"}]},
+    ]}
+    assert cross_check_api_targets(registry, [contract]).problems() == [
+        'contract "c" names interface "unregistered-api" method "GET", which the registry does not register',
+        'contract "c" calls interface "notes-api" with method "DELETE", which the registry does not permit',
+    ]
+    assert cross_check_api_targets(registry, []).problems() == [
+        'the registry registers interface "notes-api", which no contract names'
+    ]

@@ -16,7 +16,8 @@ import pytest
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
 from evalquality_core.faults import StructuralFailure
 from evalquality_core.preflight.plan import CONTRACT_SCHEMA_VERSIONS, plan_preflight
-from evalquality_core.preflight.reduce import evidence_of, project, reduce_preflight_wire
+from evalquality_core.preflight.projection import project
+from evalquality_core.preflight.reduce import evidence_of, reduce_preflight_wire
 from evalquality_core.probe.targets import parse_targets
 
 ROOT = Path(__file__).resolve().parents[2]

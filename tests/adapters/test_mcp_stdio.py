@@ -3,6 +3,8 @@ the caps, and the trust boundary (denials start nothing, nothing outlives a sess
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import sys
 import threading
@@ -201,3 +203,41 @@ def test_kill_all_live_groups_reaches_a_session(tmp_path: Path) -> None:
     outcome = results[0]
     assert getattr(outcome, "exit_code", None) == -9 or getattr(outcome, "code", None) == "port-failure"
     assert live_process_groups() == frozenset()
+
+
+def test_the_server_path_keeps_absolute_entries_only(tmp_path: Path) -> None:
+    """The launch path every leg takes: a relative PATH entry would let the workspace answer a bare name."""
+    python_dir = os.path.dirname(sys.executable)
+    adapter = adapter_for(authorization(), workdir=tmp_path, search_path=f".:bin::{python_dir}")
+    seen = adapter.probe(request("environment", {"name": "PATH"}))
+    assert wire(seen)["result"]["value"]["value"] == python_dir
+
+
+def test_e2big_from_a_mechanism_is_launch_too_large(tmp_path: Path) -> None:
+    def too_large(spec: Any, abort: Any) -> Any:
+        raise OSError(errno.E2BIG, "Argument list too long", spec.argv[0])
+
+    fault = fault_of(lambda: adapter_for(authorization(), workdir=tmp_path, mechanism=too_large).probe(request("echo", {"value": "x"})))
+    assert (fault.code, fault.port_failure_reason) == ("port-failure", "launch-too-large")
+    assert fault.detail.startswith(f'could not start tool server "{sys.executable}"')
+
+
+def test_the_wire_is_the_handshake_then_one_call_each_frame_one_line(tmp_path: Path) -> None:
+    """§4.9: initialize (protocol 2025-06-18, no client capabilities), notifications/initialized, tools/call
+    with the arguments only in the frame; a server's ping is answered, any other request refused, its
+    notifications ignored; newline-delimited, one JSON message a line."""
+    entry = authorization(server=FIXTURES / "recording_server.py", tools=["record"])
+    arguments = {"title": "line one\nline two \u2028 \U0001f389", "n": 3}
+    observation = adapter_for(entry, workdir=tmp_path).probe(request("record", arguments))
+    assert (observation.is_error, wire(observation)["result"]) == (False, {"kind": "json", "value": arguments})
+    lines = (tmp_path / "frames.jsonl").read_text(encoding="utf-8").splitlines()
+    frames = [json.loads(line) for line in lines]
+    assert frames == [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "eval-quality", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "record", "arguments": arguments}},
+        {"jsonrpc": "2.0", "id": "srv-ping", "result": {}},
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -32601, "message": "the eval-quality client offers no methods"}},
+    ]
+    assert all(line.isascii() for line in lines)  # escaped: no raw U+2028 or newline can split a frame

@@ -50,6 +50,21 @@ def test_every_dev_corpus_contract(conformance: Path) -> None:
             assert result.stdout == b""
 
 
+@pytest.mark.parametrize("relative", ["chains/skill-defect/eval-contract.json", "chains/tutorial-workflow/eval-contract.json"])
+def test_compile_of_a_contract_5_gives_its_bytes_back_at_stamp_5(conformance: Path, relative: str) -> None:
+    """Issue 11: an older stamp is read and written back at that stamp, byte for byte (canonical JSON + newline,
+    the form compile writes; the stored chain files are pretty-printed, so their canonical bytes are the input)."""
+    from evalquality_core.canonical import serialize_artifact
+
+    document = json.loads((conformance / relative).read_text(encoding="utf-8"))
+    assert document["schemaVersion"] == 5
+    canonical = serialize_artifact(document)
+    result = run("compile", stdin=canonical)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == canonical
+    assert json.loads(result.stdout)["schemaVersion"] == 5
+
+
 def test_chain_compile_expectations(conformance: Path) -> None:
     expected = json.loads((conformance / "chains/expected.json").read_text())
     broken = expected["tutorial-workflow"]["compile"]

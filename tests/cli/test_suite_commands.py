@@ -66,6 +66,19 @@ def test_init_writes_a_suite_every_check_holds_for(starter: Path) -> None:
 
 
 @pytest.mark.slow
+def test_init_writes_every_artifact_at_the_newest_stamp(starter: Path) -> None:
+    """Issue 11: what the CLI writes is contract 7, probe 6, sealed run record 8, pre-flight verdict 2."""
+    from evalquality_core.artifacts.probe import Probe
+    from evalquality_core.artifacts.run_record import SealedRunRecord
+    from tests.corpus.test_stamps import artifacts_under, assert_newest_stamp, model_of
+
+    written = artifacts_under(starter)
+    assert {Probe, SealedRunRecord} <= {model_of(path) for path in written}
+    for path in written:
+        assert_newest_stamp(path)
+
+
+@pytest.mark.slow
 def test_generate_check_is_up_to_date_and_digest_is_the_flows_corpus_digest(starter: Path) -> None:
     proc = eq("suite", "generate", str(starter), "--check", cwd=starter.parent)
     assert proc.returncode == 0 and "up to date" in proc.stdout, proc.stderr

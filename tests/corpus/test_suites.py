@@ -9,7 +9,12 @@ import sys
 
 import pytest
 
-from evalquality_core.probe.targets import cross_check_targets, parse_targets
+from evalquality_core.probe.targets import (
+    cross_check_api_targets,
+    cross_check_mcp_targets,
+    cross_check_targets,
+    parse_targets,
+)
 from evalquality_core.suite.load import load_mutations, suite_names
 from tests.corpus.conftest import PROJECT_ROOT, SUITE_NAMES, SUITES, probe_ids, read
 
@@ -49,8 +54,10 @@ def test_contract_compiles_and_seals_through_the_cli(suite: str, command: str) -
 @pytest.mark.parametrize("suite", SUITE_NAMES)
 def test_target_registry_cross_checks_with_the_contract(suite: str) -> None:
     registry = parse_targets((SUITES / suite / "targets.toml").read_text(encoding="utf-8"), f"{suite}/targets.toml")
-    coverage = cross_check_targets(registry, [read(SUITES / suite / "contract.json")])
-    assert coverage.ok, coverage.problems()
+    contracts = [read(SUITES / suite / "contract.json")]
+    for check in (cross_check_targets, cross_check_api_targets, cross_check_mcp_targets):
+        coverage = check(registry, contracts)
+        assert coverage.ok, coverage.problems()
     policy = registry.to_policy({"python": sys.executable})
     for authorization in policy.authorizations:
         assert authorization.permitted_environment_keys == [], "no suite's commands need the host environment"

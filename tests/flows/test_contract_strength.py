@@ -234,11 +234,6 @@ def test_a_defused_seeded_fault_fails_preflight_and_exits_2_naming_the_check(tmp
         assert "pre-flight verdict did not pass" in result.documents["notes"].probes[pid].basis
 
 
-@pytest.mark.xfail(
-    reason="KNOWN BROKEN since the merge of issues 13/14/15: on a Dask process worker the score task receives "
-    "the quoted contract as a tuple (TypeError in designate_oracle); open, see the closing note",
-    strict=False,
-)
 def test_the_same_flow_runs_on_a_dask_cluster_of_processes(tmp_path):
     pytest.importorskip("prefect_dask", reason="prefect-dask is a test extra: pip install -e '.[test]'")
     corpus = make_corpus(tmp_path)

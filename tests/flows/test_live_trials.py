@@ -46,24 +46,24 @@ sys.stdout.write({transform})
 """
 
 
-def make_corpus(root: Path) -> Path:
-    """``<root>/corpus`` holding notes cut to ``KEPT``, and the committed baseline cut alike."""
+def make_corpus(root: Path, name: str = "notes", kept: tuple[str, ...] = KEPT) -> Path:
+    """``<root>/corpus`` holding the suite ``name`` cut to ``kept``, and the committed baseline cut alike."""
     source = PROJECT / "corpus"
     corpus = root / "corpus"
-    suite = corpus / "suites" / "notes"
-    shutil.copytree(source / "suites" / "notes", suite)
+    suite = corpus / "suites" / name
+    shutil.copytree(source / "suites" / name, suite)
     shutil.copy(source / "scoring-policy.json", corpus / "scoring-policy.json")
     for probe in (suite / "probes").glob("*.json"):
-        if probe.stem not in KEPT:
+        if probe.stem not in kept:
             probe.unlink()
             shutil.rmtree(suite / "trials" / probe.stem, ignore_errors=True)
-    recorded = json.loads((source / "expected-strength.json").read_text())["notes"]
-    recorded["probes"] = {pid: entry for pid, entry in recorded["probes"].items() if pid in KEPT}
-    probes = [json.loads((suite / "probes" / f"{pid}.json").read_text()) for pid in KEPT]
+    recorded = json.loads((source / "expected-strength.json").read_text())[name]
+    recorded["probes"] = {pid: entry for pid, entry in recorded["probes"].items() if pid in kept}
+    probes = [json.loads((suite / "probes" / f"{pid}.json").read_text()) for pid in kept]
     legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut").legs)
     for entry in recorded["probes"].values():
         entry["preflightLegs"] = legs
-    (corpus / "expected-strength.json").write_text(json.dumps({"notes": recorded}, indent=2))
+    (corpus / "expected-strength.json").write_text(json.dumps({name: recorded}, indent=2))
     return corpus
 
 
@@ -132,6 +132,7 @@ def test_a_live_night_runs_every_trial_a_second_runs_none_and_fresh_trials_run_n
                                                     by_alias=True)
             assert record.trial_index == index
             assert {f.probe_id for f in record.findings} <= {pid}
+            assert record.schema_version == SealedRunRecord.WRITTEN_SCHEMA_VERSION == 8  # issue 11: the flow writes record 8
     assert first.documents["notes"].probes["P-001"].strength.defect.caught == 1
 
     second = night(corpus, out)
@@ -236,3 +237,44 @@ def test_a_killed_live_night_resumes_without_re_running_answered_trials(tmp_path
     # Every trial answered before the kill came from the cache; only the rest ran (one in flight may repeat).
     assert TRIALS - answered_before <= rerun <= TRIALS - answered_before + 1, (answered_before, rerun)
     assert f"{rerun} trial(s) run and {TRIALS - rerun} answered from cache" in resumed.stdout
+
+
+def _stored(folder: Path) -> dict[str, dict]:
+    return {name: json.loads((folder / name).read_text())
+            for name in ("sealed-run-record.json", "isolation-manifest.json", "evaluator-configuration.json")}
+
+
+@pytest.mark.parametrize(("name", "kept"), [("notes-api", ("P-001", "P-005")), ("notes-tools", ("P-001", "P-003"))])
+def test_live_trials_drive_http_and_mcp_suites_and_seal_records_that_score_as_the_stored_ones(tmp_path, home, name, kept):
+    """``--trials live`` on the HTTP suite (a service started per workspace) and the MCP suite (a tool server
+    over stdio): every plan step goes through the suite's adapter, the default evaluator command judges it,
+    and each sealed record says what the stored replay says (same requests, observations, dispositions,
+    findings), so the gate against the stored night's baseline matches."""
+    corpus = make_corpus(tmp_path, name, kept)
+    out = tmp_path / "out"
+    live = night(corpus, out)
+    assert live.problems == {} and live.exit_code == 0, live.summary_lines()
+    assert live.trial_counts["trialsRun"] == 3 * len(kept) and live.trial_counts["trialFaults"] == 0
+    stored = run_contract_strength(
+        suites_dir=str(corpus / "suites"), out_dir=str(tmp_path / "out-stored"),
+        baseline=str(corpus / "expected-strength.json"), trials="stored",
+    )
+    assert stored.exit_code == 0, stored.summary_lines()
+    kinds = {interface["kind"] for interface in json.loads((corpus / "suites" / name / "contract.json").read_text())[
+        "permittedInterfaces"]}
+    assert kinds & {"api", "mcp"}, kinds
+    for pid in kept:
+        assert live.documents[name].probes[pid].verdict == stored.documents[name].probes[pid].verdict
+        assert live.documents[name].probes[pid].strength == stored.documents[name].probes[pid].strength
+        for index in (1, 2, 3):
+            was = _stored(corpus / "suites" / name / "trials" / pid / f"trial-{index}")
+            now = _stored(out / name / "trials" / pid / f"trial-{index}")
+            for key in ("conditionArm", "observations", "oracleDispositions", "findings", "evaluatorRecommendation"):
+                assert now["sealed-run-record.json"][key] == was["sealed-run-record.json"][key], (pid, index, key)
+            # The requests went through the suite's adapter kind (an HTTP call or a tool call, not a command).
+            assert now["isolation-manifest.json"]["observedToolCalls"] == was["isolation-manifest.json"][
+                "observedToolCalls"]
+            assert now["evaluator-configuration.json"]["toolInventory"] == was["evaluator-configuration.json"][
+                "toolInventory"]
+            actions = (out / name / "trials" / pid / f"trial-{index}" / "actions.jsonl").read_text().splitlines()
+            assert actions and {json.loads(line)["kind"] for line in actions} <= kinds

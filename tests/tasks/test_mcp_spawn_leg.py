@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from evalquality_core.probe.targets import parse_targets
-from tasks.preflight import LegJob, leg_key, spawn_leg, target_entry
+from tasks.preflight import LegJob, leg_call, leg_key, spawn_leg, target_entry
 from tests.adapters.test_mcp_preflight import SUITE, stage
 
 
@@ -41,17 +41,18 @@ def test_an_mcp_leg_runs_once_and_its_twin_is_answered_from_the_cache(tmp_path: 
             workspaces_dir=str(tmp_path / "workspaces"), mcp_policy=mcp_policy,
         )
 
-    first_state = spawn_leg.fn("notes-tools", "P-001", "leg-first-title", job("leg-first-title"))
+    assert leg_call(REQUEST) == " (create_note)"
+    first_state = spawn_leg.fn("notes-tools", "P-001", "leg-first-title", job("leg-first-title"), leg_call(REQUEST))
     first = first_state.result()
     assert first.source == "spawned" and first_state.name == "Completed"
     assert first_state.message.startswith("tool result in ")
     assert first.observation["kind"] == "mcp" and first.observation["isError"] is False
     assert first.observation["result"]["value"] == {"ok": True, "noteId": "n-the-first-note",
                                                     "filedAt": "2026-01-01T00:00:01Z", "noteCount": 3}
-    twin_state = spawn_leg.fn("notes-tools", "P-002", "twin", job("twin"))
+    twin_state = spawn_leg.fn("notes-tools", "P-002", "twin", job("twin"), leg_call(REQUEST))
     twin = twin_state.result()  # the same invocation: it collapsed onto the first leg's one session
     assert twin.source == "collapsed" and twin.observation["probeId"] == "twin"
-    assert (twin_state.name, twin_state.message) == ("Cached", "collapsed onto notes-tools/P-001/leg-first-title")
+    assert (twin_state.name, twin_state.message) == ("Cached", "collapsed onto notes-tools/P-001/leg-first-title (create_note)")
     assert len(staged) == 1
     assert list((tmp_path / "workspaces").iterdir()) == []
 

@@ -17,6 +17,8 @@ CONFORMANCE = Path(__file__).resolve().parents[3].parent / "shared" / "conforman
 API_BASE = "corpus-dev/contracts/satisfied-declarations.json"
 CLI_BASE = "chains/skill-defect/eval-contract.json"
 CAPTURE_BASE = "chains/tutorial-workflow/eval-contract.json"
+#: The reference's newest satisfied contract (stamp 7): the only stamp that carries stateResetPointers.
+LATEST_BASE = "latest/corpus-dev/contracts/satisfied-declarations.json"
 
 
 def load(relative: str) -> Any:
@@ -295,6 +297,18 @@ def _reset_inputs(c: dict[str, Any]) -> None:
     c["fixtureReset"]["inputs"]["body"] = {"kind": "json", "value": {}}
 
 
+def _reset_pointer_under_volatile(c: dict[str, Any]) -> None:
+    operation(c, "create-thing")["stateResetPointers"] = ["/ok", "/id"]  # /id is declared volatile
+
+
+def _reset_pointer_under_wildcard(c: dict[str, Any]) -> None:
+    operation(c, "list-things").update(volatilePointers=["/items/*/at"], stateResetPointers=["/items/*/at/zone"])
+
+
+def _reset_pointer_unreachable(c: dict[str, Any]) -> None:
+    operation(c, "list-things")["stateResetPointers"] = ["/items", "/no-such-key/deep"]
+
+
 _O = "EvalContract.oracles"
 _P = "EvalContract.interactionPlan"
 _W0 = "EvalContract.permittedInterfaces[0].operations[1].sensitivityWitness"
@@ -453,4 +467,16 @@ CASES: tuple[Case, ...] = (
     Case("reset-undeclared", 33, "unreachable-check-evidence", "EvalContract.fixtureReset", CAPTURE_BASE, _reset_undeclared),
     Case("reset-leg-is-step", 32, "malformed-operator-expression", "EvalContract.fixtureReset.legId", CAPTURE_BASE, _reset_leg_collides),
     Case("reset-inputs", 33, "undeclared-mandatory-input", "EvalContract.fixtureReset.inputs", CAPTURE_BASE, _reset_inputs),
+    Case(
+        "state-reset-under-volatile", 34, "unreachable-check-evidence",
+        "EvalContract.permittedInterfaces[0].operations[0].stateResetPointers[1]", LATEST_BASE, _reset_pointer_under_volatile,
+    ),
+    Case(
+        "state-reset-under-wildcard", 34, "unreachable-check-evidence",
+        "EvalContract.permittedInterfaces[0].operations[1].stateResetPointers[0]", LATEST_BASE, _reset_pointer_under_wildcard,
+    ),
+    Case(
+        "state-reset-unreachable", 34, "unreachable-check-evidence",
+        "EvalContract.permittedInterfaces[0].operations[1].stateResetPointers[1]", LATEST_BASE, _reset_pointer_unreachable,
+    ),
 )

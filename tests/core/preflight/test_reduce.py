@@ -12,7 +12,8 @@ import pytest
 
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import plan_preflight
-from evalquality_core.preflight.reduce import CHECK_RULES, prune_body, reduce_preflight_wire
+from evalquality_core.preflight.projection import prune_body
+from evalquality_core.preflight.reduce import CHECK_RULES, reduce_preflight_wire
 from evalquality_core.registries import PREFLIGHT_CHECK_KINDS
 from tests.core.preflight.chains import (
     EMPTY_CLI_INPUTS,

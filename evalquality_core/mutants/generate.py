@@ -1,0 +1,194 @@
+"""The generation of one system's mutants: candidates → static filter → per-line → sample → records.
+
+Pure: it takes the system's Python sources (``system/<file>`` → text) and returns every candidate with
+its fate. A kept mutant is a :class:`GeneratedMutant`, written in the suite's mutation shape
+(``mutations/*.json``: ``probeId``, ``operator``, ``target``, ``description``, ``find``, ``replace``)
+plus a ``generated`` object that marks it machine-made and carries what the report needs (its id,
+``mutatorName``, location, the replaced and replacing code, the original file's digest).
+
+Ids are content-addressed (``m-`` + 12 hex of the target, position, operator and replacement), so the
+same mutant keeps its id across runs while the source around it is unchanged. ``probeId`` is the id a
+derived probe would take, ``P-`` followed by 1001 + the candidate's index in source order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalquality_core.canonical import digest_bytes
+from evalquality_core.mutants.edits import edit_between
+from evalquality_core.mutants.filter import Rejection, StaticFilter, compile_problem
+from evalquality_core.mutants.operators import MUTATOR_NAMES, OPERATOR_NAMES, candidates
+from evalquality_core.mutants.select import per_line, sample
+
+#: The marker a generated mutation carries (``generated.by``).
+GENERATOR = "eval-quality mutants generate"
+
+
+@dataclass(frozen=True)
+class GeneratedMutant:
+    """One generated mutation (module docstring)."""
+
+    mutant_id: str
+    probe_id: str
+    operator: str
+    target: str
+    find: str
+    replace: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+    original: str
+    replacement: str
+    source_digest: str
+    mutated_text: str = field(repr=False, compare=False)
+
+    @property
+    def mutator_name(self) -> str:
+        """The report's ``mutatorName`` of this mutant's operator."""
+        return MUTATOR_NAMES[self.operator]
+
+    @property
+    def lines(self) -> range:
+        """The 1-based source lines the mutated node spans."""
+        return range(self.start[0], self.end[0] + 1)
+
+    def description(self) -> str:
+        """One line: what was replaced by what, where."""
+        return f"{self.mutator_name}: `{self.original}` -> `{self.replacement}` at {self.target}:{self.start[0]}:{self.start[1] + 1}"
+
+    def to_mutation(self) -> dict[str, Any]:
+        """The mutation-file JSON (the suite's shape plus ``generated``)."""
+        return {
+            "probeId": self.probe_id,
+            "operator": self.operator,
+            "target": self.target,
+            "description": self.description(),
+            "find": self.find,
+            "replace": self.replace,
+            "generated": {
+                "by": GENERATOR,
+                "mutantId": self.mutant_id,
+                "mutatorName": self.mutator_name,
+                "location": location(self.start, self.end),
+                "original": self.original,
+                "replacement": self.replacement,
+                "sourceDigest": self.source_digest,
+            },
+        }
+
+
+def location(start: tuple[int, int], end: tuple[int, int]) -> dict[str, Any]:
+    """A report location: 1-based lines and columns (libcst columns are 0-based)."""
+    return {"start": {"line": start[0], "column": start[1] + 1}, "end": {"line": end[0], "column": end[1] + 1}}
+
+
+@dataclass(frozen=True)
+class RejectedMutant:
+    """A candidate the static filter refused: never staged, reported with its reason."""
+
+    mutant_id: str
+    operator: str
+    target: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+    original: str
+    replacement: str
+    rejection: Rejection
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Every candidate's fate: kept (and selected), rejected, or left out by ``--per-line``/``--sample``."""
+
+    kept: tuple[GeneratedMutant, ...]
+    rejected: tuple[RejectedMutant, ...]
+    valid_count: int
+    unselected: tuple[str, ...]
+    candidates_per_operator: Mapping[str, int]
+    lines_of_code: Mapping[str, int]
+    settings: Mapping[str, Any]
+
+    def manifest(self) -> dict[str, Any]:
+        """The generation's summary (written as ``mutants/generated.json``)."""
+        return {
+            "by": GENERATOR,
+            "settings": dict(self.settings),
+            "linesOfCode": dict(self.lines_of_code),
+            "candidatesPerOperator": dict(self.candidates_per_operator),
+            "valid": self.valid_count,
+            "selected": [m.mutant_id for m in self.kept],
+            "rejected": [
+                {"mutantId": r.mutant_id, "status": r.rejection.status, "reason": r.rejection.reason,
+                 "operator": r.operator, "target": r.target, "location": location(r.start, r.end),
+                 "original": r.original, "replacement": r.replacement}
+                for r in self.rejected
+            ],
+        }
+
+
+def mutant_id_of(target: str, start: tuple[int, int], operator: str, replacement: str) -> str:
+    """The content-addressed id of a candidate (module docstring)."""
+    text = f"{target}\0{start[0]}:{start[1]}\0{operator}\0{replacement}"
+    return "m-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+class SourceProblem(ValueError):
+    """A system source that cannot be parsed (the original, before any mutation)."""
+
+
+def generate(
+    sources: Mapping[str, str],
+    *,
+    operators: Sequence[str] = OPERATOR_NAMES,
+    sample_size: int | None = None,
+    seed: int = 0,
+    per_line_limit: int | None = None,
+) -> Generation:
+    """Every mutant of ``sources`` (``system/<file>.py`` → text), filtered and selected (module docstring)."""
+    static = StaticFilter()
+    valid: list[GeneratedMutant] = []
+    rejected: list[RejectedMutant] = []
+    per_operator = {name: 0 for name in operators}
+    lines: dict[str, int] = {}
+    index = 0
+    for target in sorted(sources):
+        text = sources[target]
+        problem = compile_problem(text, target)
+        if problem is not None:
+            raise SourceProblem(f"{target}: the original {problem}")
+        lines[target] = sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("#"))
+        source_digest = digest_bytes(text.encode("utf-8"))
+        for candidate, render in candidates(text, operators):
+            index += 1
+            per_operator[candidate.operator] += 1
+            mutated = render()
+            mutant_id = mutant_id_of(target, candidate.start, candidate.operator, candidate.mutated)
+            rejection = static.check(mutant_id, target, text, mutated)
+            if rejection is not None:
+                rejected.append(RejectedMutant(mutant_id, candidate.operator, target, candidate.start, candidate.end,
+                                               candidate.original, candidate.mutated, rejection))
+                continue
+            edit = edit_between(text, mutated)
+            valid.append(GeneratedMutant(
+                mutant_id=mutant_id, probe_id=f"P-{1000 + index}", operator=candidate.operator, target=target,
+                find=edit.find, replace=edit.replace, start=candidate.start, end=candidate.end,
+                original=candidate.original, replacement=candidate.mutated, source_digest=source_digest,
+                mutated_text=mutated,
+            ))
+    chosen = valid
+    if per_line_limit is not None:
+        chosen = per_line(chosen, lambda m: (m.target, m.start[0]), lambda m: m.mutant_id, per_line_limit, seed)
+    chosen = sample(chosen, lambda m: m.mutant_id, sample_size, seed)
+    chosen_ids = {m.mutant_id for m in chosen}
+    return Generation(
+        kept=tuple(chosen),
+        rejected=tuple(rejected),
+        valid_count=len(valid),
+        unselected=tuple(m.mutant_id for m in valid if m.mutant_id not in chosen_ids),
+        candidates_per_operator=per_operator,
+        lines_of_code=lines,
+        settings={"operators": list(operators), "sample": sample_size, "seed": seed, "perLine": per_line_limit},
+    )

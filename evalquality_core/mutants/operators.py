@@ -1,0 +1,307 @@
+"""The operator catalogue: where a Python source file can be mutated, and into what (libcst).
+
+In the spirit of mutmut's and cosmic-ray's operators (their ideas, not their code): each operator
+visits the concrete syntax tree and proposes replacement nodes. libcst keeps every other byte of the
+file (comments, spacing, quotes), so a mutated file differs from the original only at the node, and
+the difference becomes one ``find``/``replace`` pair (:mod:`.edits`).
+
+:data:`CATALOGUE` is the table: operator name (what ``--operators`` takes) → its ``mutatorName`` in the
+mutation-testing report, and what it does. Docstrings are never mutated (changing one is equivalent by
+construction), nor are imports deleted (a missing import only ever fails at start-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One row of the catalogue."""
+
+    name: str
+    mutator_name: str
+    does: str
+
+
+#: The catalogue, in report order. Names are the ``--operators`` vocabulary.
+CATALOGUE: tuple[Operator, ...] = (
+    Operator("arithmetic", "ArithmeticOperator", "+ <-> -, * <-> /, // -> /, % -> *, ** -> * (also in augmented assignments)"),
+    Operator("comparison", "EqualityOperator", "== <-> !=, < <-> <=, > <-> >=, is <-> is not, in <-> not in"),
+    Operator("boolean", "LogicalOperator", "and <-> or; `not x` -> `x`"),
+    Operator("constant", "BooleanLiteral", "True <-> False"),
+    Operator("number", "NumberLiteral", "an integer or float literal n -> n + 1"),
+    Operator("string", "StringLiteral", "a string literal s -> 'XX' + s + 'XX' (docstrings excepted)"),
+    Operator("return-value", "ReturnValue", "`return x` -> `return None`"),
+    Operator("statement-deletion", "StatementDeletion", "a call statement or augmented assignment -> `pass`"),
+    Operator("assignment", "AssignmentValue", "`x = value` -> `x = None`"),
+    Operator("condition", "ConditionalExpression", "the test of an if, while or conditional expression -> True, and -> False"),
+    Operator("loop", "ZeroIterationLoop", "`for x in xs` -> `for x in []`"),
+    Operator("break-continue", "BreakContinue", "break <-> continue"),
+)
+OPERATOR_NAMES: tuple[str, ...] = tuple(operator.name for operator in CATALOGUE)
+MUTATOR_NAMES: dict[str, str] = {operator.name: operator.mutator_name for operator in CATALOGUE}
+
+
+class UnknownOperator(ValueError):
+    """An ``--operators`` name the catalogue does not hold (the message lists the known ones)."""
+
+
+def parse_operator_names(names: Sequence[str] | None) -> tuple[str, ...]:
+    """The operators asked for (default: the whole catalogue, in catalogue order); refuses an unknown one."""
+    if not names:
+        return OPERATOR_NAMES
+    unknown = sorted(set(names) - set(OPERATOR_NAMES))
+    if unknown:
+        raise UnknownOperator(f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(OPERATOR_NAMES)}")
+    return tuple(name for name in OPERATOR_NAMES if name in set(names))
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    """One proposed mutation: the node, what replaces it, and where it is (1-based line, 0-based column)."""
+
+    operator: str
+    node: cst.CSTNode
+    replacement: cst.CSTNode
+    original: str
+    mutated: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+_ARITHMETIC: dict[type, type] = {
+    cst.Add: cst.Subtract, cst.Subtract: cst.Add, cst.Multiply: cst.Divide, cst.Divide: cst.Multiply,
+    cst.FloorDivide: cst.Divide, cst.Modulo: cst.Multiply, cst.Power: cst.Multiply,
+}
+_AUGMENTED: dict[type, type] = {
+    cst.AddAssign: cst.SubtractAssign, cst.SubtractAssign: cst.AddAssign, cst.MultiplyAssign: cst.DivideAssign,
+    cst.DivideAssign: cst.MultiplyAssign, cst.FloorDivideAssign: cst.DivideAssign, cst.ModuloAssign: cst.MultiplyAssign,
+}
+_COMPARISON: dict[type, type] = {
+    cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal, cst.LessThan: cst.LessThanEqual,
+    cst.LessThanEqual: cst.LessThan, cst.GreaterThan: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.GreaterThan,
+    cst.Is: cst.IsNot, cst.IsNot: cst.Is, cst.In: cst.NotIn, cst.NotIn: cst.In,
+}
+
+
+def _swap_operator(operator: cst.CSTNode, table: dict[type, type]) -> cst.CSTNode | None:
+    """The operator node ``table`` maps ``operator`` to, keeping its surrounding whitespace."""
+    target = table.get(type(operator))
+    if target is None:
+        return None
+    before = getattr(operator, "whitespace_before", cst.SimpleWhitespace(" "))
+    after = getattr(operator, "whitespace_after", cst.SimpleWhitespace(" "))
+    if target in (cst.IsNot, cst.NotIn):
+        return target(whitespace_before=before, whitespace_between=cst.SimpleWhitespace(" "), whitespace_after=after)
+    if hasattr(operator, "whitespace_before"):
+        return target(whitespace_before=before, whitespace_after=after)
+    return target(whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=after)
+
+
+def _docstring_of(body: Sequence[cst.CSTNode]) -> cst.CSTNode | None:
+    """The docstring expression of a module/class/function body, if its first statement is one."""
+    if not body:
+        return None
+    first = body[0]
+    if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr):
+        value = first.body[0].value
+        if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)):
+            return first.body[0]
+    return None
+
+
+class _Collector(cst.CSTVisitor):
+    """Walks one module and records every candidate of the chosen operators."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, operators: Sequence[str]) -> None:
+        super().__init__()
+        self.operators = set(operators)
+        self.found: list[tuple[str, cst.CSTNode, cst.CSTNode]] = []
+        self.skipped: set[int] = set()  # ids of docstring nodes and what lies inside them
+
+    def _add(self, operator: str, node: cst.CSTNode, replacement: cst.CSTNode | None) -> None:
+        if operator in self.operators and replacement is not None and id(node) not in self.skipped:
+            self.found.append((operator, node, replacement))
+
+    def _skip_docstring(self, body: Sequence[cst.CSTNode]) -> None:
+        docstring = _docstring_of(body)
+        if docstring is not None:
+            self.skipped.add(id(docstring))
+            self.skipped.add(id(docstring.value))  # type: ignore[attr-defined]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._skip_docstring(node.body)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self._skip_docstring(node.body.body)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self._skip_docstring(node.body.body)
+
+    def visit_Annotation(self, node: cst.Annotation) -> bool:
+        return False  # annotations do not run
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        swapped = _swap_operator(node.operator, _ARITHMETIC)
+        self._add("arithmetic", node, None if swapped is None else node.with_changes(operator=swapped))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        swapped = _swap_operator(node.operator, _AUGMENTED)
+        self._add("arithmetic", node, None if swapped is None else node.with_changes(operator=swapped))
+        self._add("statement-deletion", node, cst.Pass(semicolon=node.semicolon))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        for index, target in enumerate(node.comparisons):
+            swapped = _swap_operator(target.operator, _COMPARISON)
+            if swapped is None:
+                continue
+            comparisons = list(node.comparisons)
+            comparisons[index] = target.with_changes(operator=swapped)
+            self._add("comparison", node, node.with_changes(comparisons=comparisons))
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        other: cst.BaseBooleanOp
+        if isinstance(node.operator, cst.And):
+            other = cst.Or(whitespace_before=node.operator.whitespace_before, whitespace_after=node.operator.whitespace_after)
+        else:
+            other = cst.And(whitespace_before=node.operator.whitespace_before, whitespace_after=node.operator.whitespace_after)
+        self._add("boolean", node, node.with_changes(operator=other))
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._add("boolean", node, node.expression.with_changes(lpar=node.lpar, rpar=node.rpar) if node.lpar else node.expression)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in ("True", "False"):
+            self._add("constant", node, node.with_changes(value="False" if node.value == "True" else "True"))
+
+    def visit_Integer(self, node: cst.Integer) -> None:
+        try:
+            value = int(node.value, 0)
+        except ValueError:
+            return
+        self._add("number", node, node.with_changes(value=str(value + 1)))
+
+    def visit_Float(self, node: cst.Float) -> None:
+        try:
+            value = float(node.value)
+        except ValueError:
+            return
+        self._add("number", node, node.with_changes(value=repr(value + 1)))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if id(node) in self.skipped:
+            return
+        prefix, quote = node.prefix, node.quote
+        body = node.value[len(prefix) + len(quote): len(node.value) - len(quote)]
+        self._add("string", node, node.with_changes(value=f"{prefix}{quote}XX{body}XX{quote}"))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None or (isinstance(node.value, cst.Name) and node.value.value == "None"):
+            return
+        self._add("return-value", node, node.with_changes(value=cst.Name("None"),
+                                                          whitespace_after_return=cst.SimpleWhitespace(" ")))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if id(node) in self.skipped:
+            return
+        value = node.value
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if isinstance(value, cst.Call):
+            self._add("statement-deletion", node, cst.Pass(semicolon=node.semicolon))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if not (isinstance(node.value, cst.Name) and node.value.value == "None"):
+            self._add("assignment", node, node.with_changes(value=cst.Name("None")))
+
+    def _conditions(self, node: cst.CSTNode, test: cst.BaseExpression, field: str) -> None:
+        for literal in ("True", "False"):
+            if not (isinstance(test, cst.Name) and test.value == literal):
+                self._add("condition", node, node.with_changes(**{field: cst.Name(literal)}))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._conditions(node, node.test, "test")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._conditions(node, node.test, "test")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._conditions(node, node.test, "test")
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add("loop", node, node.with_changes(iter=cst.List(elements=[])))
+
+    def visit_Break(self, node: cst.Break) -> None:
+        self._add("break-continue", node, cst.Continue(semicolon=node.semicolon))
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        self._add("break-continue", node, cst.Break(semicolon=node.semicolon))
+
+
+def _summary(node: cst.CSTNode) -> str:
+    """A short one-line rendering of a node for the report's ``replacement`` and descriptions."""
+    if isinstance(node, (cst.If, cst.While)):
+        return f"{type(node).__name__.lower()} {_code(node.test)}:"
+    if isinstance(node, cst.For):
+        return f"for {_code(node.target)} in {_code(node.iter)}:"
+    text = " ".join(_code(node).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def parse_module(source: str) -> cst.Module:
+    """The concrete syntax tree of ``source``; a syntax error is a :class:`libcst.ParserSyntaxError`."""
+    return cst.parse_module(source)
+
+
+def candidates(source: str, operators: Sequence[str] = OPERATOR_NAMES) -> Iterator[tuple[Candidate, Callable[[], str]]]:
+    """Every candidate mutation of ``source`` under ``operators``, in source order, each with a function
+    that renders the whole mutated file (rendered lazily: most callers sample before they render)."""
+    module = parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    collector = _Collector(operators)
+    wrapper.visit(collector)
+    positions = wrapper.resolve(PositionProvider)
+    order = {name: index for index, name in enumerate(OPERATOR_NAMES)}
+    found = sorted(
+        collector.found,
+        key=lambda item: (positions[item[1]].start.line, positions[item[1]].start.column, order[item[0]]),
+    )
+    for operator, node, replacement in found:
+        where = positions[node]
+        candidate = Candidate(
+            operator=operator,
+            node=node,
+            replacement=replacement,
+            original=_summary(node),
+            mutated=_summary(replacement),
+            start=(where.start.line, where.start.column),
+            end=(where.end.line, where.end.column),
+        )
+        yield candidate, _renderer(module, node, replacement)
+
+
+def _renderer(module: cst.Module, node: cst.CSTNode, replacement: cst.CSTNode) -> Callable[[], str]:
+    def render() -> str:
+        return module.deep_replace(node, replacement).code  # type: ignore[union-attr]
+
+    return render

@@ -1,0 +1,139 @@
+"""A suite's generated mutants on disk: read the system's sources, write and read ``mutants/``.
+
+``eval-quality mutants generate DIR`` writes one file per selected mutant, ``DIR/mutants/<mutant id>.json``,
+in the suite's mutation shape plus the ``generated`` marker (evalquality_core/mutants/generate.py), and
+``DIR/mutants/generated.json``: the settings, the candidates per operator, and every rejected candidate
+with its status (Invalid, Duplicate) and reason. ``mutants/`` is not part of the suite's corpus digest
+(load.CORPUS_MEMBERS): generating mutants never moves a stored verdict. A re-generation removes the
+generated files it no longer selects (a hand-written file there, one without the marker, is kept).
+
+A generated mutation can be copied into ``mutations/`` as it is: the loader accepts its ``generated`` key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalquality_core.canonical import digest_bytes, digest_composite, digest_directory
+from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, generate
+from evalquality_core.mutants.operators import OPERATOR_NAMES
+from evalquality_core.suite.load import Mutation, StagingError, read_suite_json, suite_dir, tree_digest
+from evalquality_core.suite.staging import refuse_links
+
+#: Where generated mutants live in a suite folder.
+MUTANTS_DIR = "mutants"
+MANIFEST = "generated.json"
+
+
+def system_sources(suite: str | Path) -> dict[str, str]:
+    """Every Python source of the suite's ``system/`` as ``system/<relative path>`` → text."""
+    root = suite_dir(suite) / "system"
+    if not root.is_dir():
+        raise StagingError(f"{root}: the suite has no system/ folder")
+    refuse_links(root)
+    sources = {}
+    for path in sorted(root.rglob("*.py")):
+        try:
+            sources[path.relative_to(root.parent).as_posix()] = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
+    if not sources:
+        raise StagingError(f"{root}: no Python source to mutate (*.py)")
+    return sources
+
+
+def generate_for_suite(
+    suite: str | Path,
+    *,
+    operators: Sequence[str] = OPERATOR_NAMES,
+    sample_size: int | None = None,
+    seed: int = 0,
+    per_line_limit: int | None = None,
+) -> Generation:
+    """The generation of the suite's system (read from disk; nothing written)."""
+    return generate(system_sources(suite), operators=operators, sample_size=sample_size, seed=seed,
+                    per_line_limit=per_line_limit)
+
+
+def _pretty(value: Any) -> bytes:
+    return (json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _write(path: Path, data: bytes) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
+def write_generation(suite: str | Path, generation: Generation) -> list[Path]:
+    """Write ``mutants/`` (module docstring); returns the mutant files written."""
+    folder = suite_dir(suite) / MUTANTS_DIR
+    folder.mkdir(exist_ok=True)
+    wanted = {f"{m.mutant_id}.json": m for m in generation.kept}
+    for path in folder.glob("*.json"):
+        if path.name == MANIFEST or path.name in wanted:
+            continue
+        try:
+            marker = json.loads(path.read_text(encoding="utf-8")).get("generated", {}).get("by")
+        except (ValueError, AttributeError, OSError):
+            continue
+        if marker == GENERATOR:
+            path.unlink()
+    written = []
+    for name, mutant in wanted.items():
+        data = _pretty(mutant.to_mutation())
+        path = folder / name
+        if not path.is_file() or path.read_bytes() != data:
+            _write(path, data)
+        written.append(path)
+    _write(folder / MANIFEST, _pretty(generation.manifest()))
+    return written
+
+
+def as_mutation(mutant: GeneratedMutant, suite: str | Path) -> Mutation:
+    """A generated mutant as the stager's :class:`Mutation` (applied exactly like a hand-written one)."""
+    return Mutation(
+        mutation_id=mutant.mutant_id, probe_id=mutant.probe_id, operator=mutant.operator, target=mutant.target,
+        description=mutant.description(), find=mutant.find, replace=mutant.replace, naive_check=None,
+        source_path=suite_dir(suite) / MUTANTS_DIR / f"{mutant.mutant_id}.json",
+    )
+
+
+def load_generated(suite: str | Path) -> list[dict[str, Any]]:
+    """Every generated mutation file of ``mutants/`` (its JSON), sorted by target and position."""
+    folder = suite_dir(suite) / MUTANTS_DIR
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.name == MANIFEST:
+            continue
+        value = read_suite_json(path)
+        if not isinstance(value, dict) or not isinstance(value.get("generated"), dict):
+            continue
+        found.append(value)
+    return sorted(found, key=lambda m: (m["target"], m["generated"]["location"]["start"]["line"],
+                                        m["generated"]["location"]["start"]["column"], m["generated"]["mutantId"]))
+
+
+def system_members(suite: str | Path) -> dict[str, str]:
+    """The clean system's members as :func:`tree_digest` digests them: relative path → raw-bytes digest."""
+    root = suite_dir(suite) / "system"
+    return {p.relative_to(root).as_posix(): digest_bytes(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def mutant_staged_digest(members: dict[str, str], work_digest: str, mutant: GeneratedMutant) -> str:
+    """The staged digest (system + work, as flows/suites.py keys legs) of a workspace holding ``mutant``,
+    computed without staging: the clean members with the target file's digest replaced."""
+    relative = mutant.target.removeprefix("system/")
+    changed = dict(members)
+    changed[relative] = digest_bytes(mutant.mutated_text.encode("utf-8"))
+    return digest_composite({"system": digest_directory(changed), "work": work_digest})
+
+
+__all__ = [
+    "MANIFEST", "MUTANTS_DIR", "as_mutation", "generate_for_suite", "load_generated", "mutant_staged_digest",
+    "system_members", "system_sources", "tree_digest", "write_generation",
+]

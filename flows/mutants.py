@@ -1,0 +1,456 @@
+"""``python -m flows.mutants``: classify and score every generated mutant of each suite, as one Prefect flow.
+
+Per suite: generate the system's mutants (evalquality_core/mutants; ``--sample``/``--seed``/``--per-line``/
+``--operators`` as ``eval-quality mutants generate``), compile the contract and plan its pre-flight
+legs over every probe (the suite-wide plan; identical requests run once), record per-leg line coverage
+of the clean system once (``record-coverage``, cached), then run
+
+* the **clean arm**: every leg (``spawn-leg`` tasks keyed by the clean staged digest — the very keys
+  ``python -m flows.preflight`` uses, so the leg cache shares them) and the interaction plan (``run-plan``);
+* per mutant, only the legs and the plan whose clean coverage reaches a mutated line, as ``spawn-leg``
+  tasks named ``<suite>/<mutant id>/<leg>`` keyed by the mutant's staged digest, and a ``run-plan``.
+
+Each mutant is classified (NoCoverage, Timeout, Stillborn, Unobservable, ArtifactOnly, Observable;
+evalquality_core/mutants/classify.py) and given its oracle kill verdict (Killed / Survived; score.py).
+Writes ``<out>/<suite>/mutation-report.json`` (the public mutation-testing-report-schema format) and
+``<out>/<suite>/mutants-summary.json``; prints one line per suite and the cost line. A re-run spawns
+nothing: legs come from the leg cache, plans from the plan cache, a timed-out mutant leg's fault is
+remembered (tasks/mutants.py), coverage from its file. ``--force`` runs everything live once.
+
+Exit codes: 0 done; 2 a suite could not be run (one line naming it); 64 usage; 74 unusable cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, tags
+from prefect.client.schemas.objects import State
+from prefect.states import Completed, Failed
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
+
+from evalquality_core.adapters.command_line import kill_all_live_groups
+from evalquality_core.canonical import canonical_bytes
+from evalquality_core.faults import EvalQualityFault
+from evalquality_core.mutants.classify import RunOutcome
+from evalquality_core.mutants.generate import GeneratedMutant, Generation
+from evalquality_core.mutants.operators import UnknownOperator, parse_operator_names
+from evalquality_core.mutants.verdicts import (
+    MutantVerdict,
+    decide,
+    plan_outcomes,
+    suite_summary,
+    with_representatives,
+)
+from evalquality_core.suite import load as core_load
+from evalquality_core.suite.evaluator import requests_for_plan
+from evalquality_core.suite.generate import resolve_oracles
+from evalquality_core.suite.line_coverage import reaches
+from evalquality_core.suite.mutants import (
+    as_mutation,
+    generate_for_suite,
+    mutant_staged_digest,
+    system_members,
+    system_sources,
+)
+from evalquality_core.suite.staging import stage_workspace
+from flows.lifecycle import (
+    FlowArgumentParser,
+    check_flow_inputs,
+    check_leg_cache,
+    one_line_errors,
+    start_flow_main,
+)
+from flows.output import write_artifact
+from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
+from tasks.contract import compile_task
+from tasks.leg_cache import close_leg_cache
+from tasks.mutants import (
+    close_plan_store,
+    coverage_key,
+    plan_key,
+    record_coverage_task,
+    remember_fault,
+    remembered_fault,
+    run_plan_task,
+    stage_mutant,
+)
+from tasks.preflight import LegJob, abort_event, leg_key, plan_preflight_task, release_invocation, spawn_leg
+from tasks.workspace import reclaim_workspaces
+
+PROG = "python -m flows.mutants"
+
+
+@dataclass
+class Costs:
+    """What a run paid: legs and plans spawned, answered from cache, collapsed; remembered faults."""
+
+    legs_spawned: int = 0
+    legs_cached: int = 0
+    legs_collapsed: int = 0
+    legs_remembered: int = 0
+    plans_spawned: int = 0
+    plans_cached: int = 0
+    legs_with_coverage: int = 0
+    legs_without_coverage: int = 0
+    seconds: float = 0.0
+    coverage: dict[str, str] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The costs as JSON (the summary's ``costs``)."""
+        return {
+            "legsSpawned": self.legs_spawned, "legsFromCache": self.legs_cached, "legsCollapsed": self.legs_collapsed,
+            "legFaultsRemembered": self.legs_remembered, "plansSpawned": self.plans_spawned,
+            "plansFromCache": self.plans_cached, "mutantLegsWithCoverage": self.legs_with_coverage,
+            "mutantLegsWithoutCoverage": self.legs_without_coverage, "coverage": dict(self.coverage),
+        }
+
+    def line(self) -> str:
+        """The closing cost line."""
+        return (
+            f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache "
+            f"({self.legs_collapsed} collapsed onto an identical leg of this run, {self.legs_remembered} remembered faults); "
+            f"{self.plans_spawned} plans run and {self.plans_cached} answered from cache"
+        )
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """One suite's outcome: its summary and report, or why it could not run."""
+
+    name: str
+    summary: dict[str, Any] | None = None
+    report: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class MutantsRun:
+    """A whole run: per suite results and the costs."""
+
+    suites: tuple[SuiteResult, ...]
+    costs: Costs
+    wall_seconds: float
+
+
+def _distinct_legs(plan: Any) -> list[tuple[str, Mapping[str, Any]]]:
+    """The plan's legs, one per distinct request (the leg id of its first occurrence)."""
+    seen: set[bytes] = set()
+    legs = []
+    for leg in plan.legs:
+        identity = canonical_bytes({**dict(leg.request), "probeId": ""})
+        if identity not in seen:
+            seen.add(identity)
+            legs.append((leg.leg_id, leg.request))
+    return legs
+
+
+def _work_digest(directory: Path) -> str:
+    with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
+        return stage_workspace(directory, Path(scratch) / "ws").work_digest
+
+
+def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, settings: Mapping[str, Any]) -> LegJob:
+    return LegJob(
+        request=request,
+        key=leg_key(request, suite.policy, staged, mcp_policy=suite.mcp_policy, targets=suite.targets),
+        policy=suite.policy,
+        mcp_policy=suite.mcp_policy,
+        targets=suite.targets,
+        stage=functools.partial(stage_mutant, suite.directory, mutation),
+        cache_dir=settings["cache_dir"],
+        cache_mode=settings["mode"],
+        invocation=settings["invocation"],
+        workspaces_dir=settings["workspaces_dir"],
+    )
+
+
+def _collect_leg(future: Any, job: LegJob, costs: Costs, store_dir: str, remember: bool) -> RunOutcome:
+    leg_id = job.request["probeId"]
+    try:
+        answer = future.result()
+    except EvalQualityFault as fault:
+        cost = getattr(fault, "leg_cost", None)
+        if cost is not None and cost.spawned:
+            costs.legs_spawned += 1
+        if remember and fault.code != "aborted":
+            remember_fault(store_dir, job.key, fault.code, f"{fault.artifact_path}: {fault.detail}")
+        return RunOutcome(leg_id, None, fault.code, f"{fault.artifact_path}: {fault.detail}")
+    if answer.source == "spawned":
+        costs.legs_spawned += 1
+        costs.seconds += answer.elapsed_s
+    elif answer.source == "collapsed":
+        costs.legs_collapsed += 1
+    else:
+        costs.legs_cached += 1
+    return RunOutcome(leg_id, answer.observation)
+
+
+def _submit_leg(suite: Suite, owner: str, job: LegJob) -> Any:
+    with tags(f"suite:{suite.name}"):
+        return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job))
+
+
+def _submit_plan(suite: Suite, core: core_load.Suite, owner: str, mutation: Any, key: str, settings: Mapping[str, Any]) -> Any:
+    with tags(f"suite:{suite.name}"):
+        return run_plan_task.submit(suite.name, owner, quote(core), quote(mutation), key, settings["store_dir"],
+                                    settings["mode"] == "force")
+
+
+def _plan_answer(future: Any, costs: Costs) -> Any:
+    answer = future.result()
+    if answer.source == "spawned":
+        costs.plans_spawned += 1
+    else:
+        costs.plans_cached += 1
+    return answer
+
+
+def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool) -> SuiteResult:
+    """Classify and score one suite's generated mutants (module docstring)."""
+    core = core_load.load_suite(suite.directory)
+    with tags(f"suite:{suite.name}"):
+        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(quote(suite.contract)).result()
+        plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/mutants").submit(
+            quote(contract), quote([dict(p) for p in suite.probes]), f"mutants-{suite.name}"
+        ).result()
+    legs = _distinct_legs(plan)
+    clean_digest = suite.staged_digests[None]
+    steps = [step["stepId"] for step, _ in requests_for_plan(core)]
+    planned = [request for _, request in requests_for_plan(core)]
+    coverage: dict[str, Any] | None = None
+    if use_coverage:
+        key = coverage_key(legs, core.targets_text, clean_digest)
+        with tags(f"suite:{suite.name}"):
+            coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
+        costs.coverage[suite.name] = how
+    else:
+        costs.coverage[suite.name] = "off"
+    # The clean arm: every leg and the plan.
+    clean_jobs = {leg_id: _job(suite, request, clean_digest, None, settings) for leg_id, request in legs}
+    clean_futures = {leg_id: _submit_leg(suite, "clean", job) for leg_id, job in clean_jobs.items()}
+    clean_plan_future = _submit_plan(suite, core, "clean", None, plan_key(planned, core.targets_text, clean_digest), settings)
+    # Every mutant: the legs (and the plan) that reach a mutated line.
+    members = system_members(suite.directory)
+    work_digest = _work_digest(suite.directory)
+    pending = []
+    for mutant in generation.kept:
+        mutation = as_mutation(mutant, suite.directory)
+        staged = mutant_staged_digest(members, work_digest, mutant)
+        reached = [(leg_id, request) for leg_id, request in legs
+                   if coverage is None or reaches(coverage.get(leg_id), mutant.target, mutant.lines)]
+        plan_reached = coverage is None or reaches(coverage.get("plan"), mutant.target, mutant.lines)
+        costs.legs_with_coverage += len(reached)
+        costs.legs_without_coverage += len(legs)
+        futures: dict[str, tuple[Any, LegJob]] = {}
+        remembered: dict[str, RunOutcome] = {}
+        for leg_id, request in reached:
+            job = _job(suite, request, staged, mutation, settings)
+            fault = None if settings["mode"] == "force" else remembered_fault(settings["store_dir"], job.key)
+            if fault is not None:
+                costs.legs_remembered += 1
+                remembered[leg_id] = RunOutcome(leg_id, None, fault["code"], fault["detail"])
+            else:
+                futures[leg_id] = (_submit_leg(suite, mutant.mutant_id, job), job)
+        plan_future = None
+        if plan_reached:
+            plan_future = _submit_plan(suite, core, mutant.mutant_id, mutation,
+                                       plan_key(planned, core.targets_text, staged), settings)
+        covered = [leg_id for leg_id, _ in reached] + (["plan"] if plan_reached else [])
+        pending.append((mutant, futures, remembered, plan_future, covered))
+    clean: dict[str, RunOutcome] = {
+        leg_id: _collect_leg(future, clean_jobs[leg_id], costs, settings["store_dir"], False)
+        for leg_id, future in clean_futures.items()
+    }
+    clean_plan = _plan_answer(clean_plan_future, costs)
+    if clean_plan.fault is not None:
+        return SuiteResult(suite.name, problem=f"the clean interaction plan faulted: {clean_plan.fault['code']}: {clean_plan.fault['detail']}")
+    faulted = sorted(leg_id for leg_id, outcome in clean.items() if outcome.fault_code is not None)
+    if faulted:
+        return SuiteResult(suite.name, problem=f"clean leg {faulted[0]} faulted: {clean[faulted[0]].fault}")
+    clean.update(plan_outcomes(clean_plan.observations, None, steps))
+    clean_resolutions = resolve_oracles(core.contract, clean_plan.observations)
+    verdicts: list[MutantVerdict] = []
+    for mutant, futures, remembered, plan_future, covered in pending:
+        mutated = dict(remembered)
+        for leg_id, (future, job) in futures.items():
+            mutated[leg_id] = _collect_leg(future, job, costs, settings["store_dir"], True)
+        resolutions = None
+        if plan_future is not None:
+            answer = _plan_answer(plan_future, costs)
+            mutated.update(plan_outcomes(answer.observations, answer.fault, steps))
+            if answer.observations is not None:
+                resolutions = resolve_oracles(core.contract, answer.observations)
+        verdicts.append(decide(
+            mutant, clean, mutated, coverage_known=coverage is not None, covered_by=covered,
+            oracles=core.contract["oracles"], clean_resolutions=clean_resolutions, mutated_resolutions=resolutions,
+        ))
+    verdicts = with_representatives(verdicts)
+    from evalquality_core.cli.main import package_version
+
+    summary, report = suite_summary(suite.name, generation, verdicts, system_sources(suite.directory),
+                                    version=package_version(), config=dict(generation.settings))
+    return SuiteResult(suite.name, summary, report)
+
+
+@flow(name="mutants", flow_run_name="mutants {suites}", validate_parameters=False)
+def mutants(
+    suites_dir: str,
+    out_dir: str,
+    cache_dir: str,
+    store_dir: str,
+    workspaces_dir: str,
+    suites: list[str] | None = None,
+    operators: list[str] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    per_line: int | None = None,
+    coverage: bool = True,
+    mode: str = "default",
+    mutant_ids: list[str] | None = None,
+) -> State:
+    """Classify and score the generated mutants of every suite (or the named ones); write the reports."""
+    started = time.perf_counter()
+    invocation = uuid.uuid4().hex
+    reclaim_workspaces(Path(workspaces_dir))
+    settings = {"cache_dir": cache_dir, "store_dir": store_dir, "workspaces_dir": workspaces_dir, "mode": mode,
+                "invocation": invocation}
+    costs = Costs()
+    results: list[SuiteResult] = []
+    directories = find_suites(Path(suites_dir))
+    if suites is not None:
+        directories = [d for d in directories if d.name in set(suites)]
+        missing = sorted(set(suites) - {d.name for d in directories})
+        results.extend(SuiteResult(name, problem=f"{Path(suites_dir) / name}: no such suite") for name in missing)
+    try:
+        for directory in directories:
+            try:
+                suite = load_suite(directory)
+                generation = generate_for_suite(directory, operators=parse_operator_names(operators), sample_size=sample,
+                                                seed=seed, per_line_limit=per_line)
+                if mutant_ids is not None:
+                    generation = only_mutants(generation, mutant_ids)
+            except (SuiteLoadError, *core_load.TOOL_PROBLEMS, ValueError) as problem:
+                results.append(SuiteResult(directory.name, problem=core_load.problem_line(problem)))
+                continue
+            result = run_suite(suite, generation, settings, costs, coverage)
+            results.append(result)
+            if result.summary is not None:
+                out = Path(out_dir) / suite.name
+                write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
+                write_artifact(out / "mutation-report.json", result.report)
+    except BaseException:
+        abort_event(invocation).set()
+        kill_all_live_groups()
+        raise
+    finally:
+        release_invocation(invocation)
+        close_leg_cache(cache_dir, mode, invocation)  # type: ignore[arg-type]
+        close_plan_store(store_dir)
+    run = MutantsRun(tuple(results), costs, time.perf_counter() - started)
+    if any(r.problem for r in results):
+        first = next(r for r in results if r.problem)
+        return Failed(message=f"suite {first.name} could not run: {first.problem}", data=run)
+    return Completed(message=costs.line(), data=run)
+
+
+def only_mutants(generation: Generation, mutant_ids: Sequence[str]) -> Generation:
+    """The generation with only the named mutants selected (``--mutant``; an id not generated is ignored)."""
+    from dataclasses import replace
+
+    wanted = set(mutant_ids)
+    return replace(generation, kept=tuple(m for m in generation.kept if m.mutant_id in wanted),
+                   settings={**generation.settings, "mutants": sorted(wanted)})
+
+
+def suite_line(result: SuiteResult) -> str:
+    """One console line per suite."""
+    if result.summary is None:
+        return f"{result.name}: could not run: {result.problem}"
+    summary = result.summary
+    score = summary["killScore"]
+    interval = score["interval95"]
+    shown = "n/a" if score["score"] is None else f"{score['score']:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    classes = ", ".join(f"{n} {name}" for name, n in summary["classes"].items() if n)
+    statuses = ", ".join(f"{n} {name}" for name, n in summary["statuses"].items())
+    kind = "sampled" if score["sampled"] else "exhaustive"
+    return (f"{result.name}: {summary['selected']} of {summary['valid']} valid mutants ({kind}); {classes}; {statuses}; "
+            f"kill score {score['detected']}/{score['valid']} = {shown}")
+
+
+def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) -> MutantsRun:
+    """Run the flow on a bounded thread pool; its ``MutantsRun`` (a Failed state's included)."""
+    runner = ThreadPoolTaskRunner(max_workers=concurrency)
+    mode = "force" if args.force else "default"
+    state = mutants.with_options(task_runner=runner)(
+        suites_dir=str(Path(args.suites).resolve() if args.suites else settings.suites_dir),
+        out_dir=str(Path(args.out).resolve() if args.out else settings.home / "mutants"),
+        cache_dir=settings.leg_cache,
+        store_dir=str(settings.leg_cache_dir),
+        workspaces_dir=str(settings.workspaces_dir),
+        suites=args.suite or None,
+        operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
+        sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
+        mutant_ids=args.mutant or None,
+        return_state=True,
+    )
+    value = state.result(raise_on_failure=False)
+    if isinstance(value, BaseException):
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = FlowArgumentParser(prog=PROG, description="Classify and score every generated mutant of each suite "
+                                "(real child processes, the shared leg cache), and write the mutation-testing reports.")
+    parser.add_argument("--suites", metavar="DIR", help="folder of suites (default: corpus/suites)")
+    parser.add_argument("--suite", action="append", metavar="NAME", help="only this suite (repeatable)")
+    parser.add_argument("--out", metavar="DIR", help="where reports go (default: <home>/mutants)")
+    parser.add_argument("--operators", metavar="NAME[,NAME...]", help="only these operators")
+    parser.add_argument("--sample", type=int, metavar="N", help="score N valid mutants per suite, chosen by --seed")
+    parser.add_argument("--seed", type=int, default=0, metavar="X", help="seed of --sample and --per-line (default 0)")
+    parser.add_argument("--per-line", type=int, metavar="N", help="at most N mutants per source line")
+    parser.add_argument("--mutant", action="append", metavar="ID", help="only this mutant id (repeatable)")
+    parser.add_argument("--no-coverage", action="store_true", help="run every leg for every mutant (no coverage selection)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
+    parser.add_argument("--force", action="store_true", help="ignore the caches: run each distinct leg and plan live once")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse flags, run the flow, print one line per suite and the cost line."""
+    args = _parser().parse_args(argv)
+    settings = start_flow_main(PROG, args.concurrency)
+    for name, value in (("--sample", args.sample), ("--per-line", args.per_line)):
+        if value is not None and value < 1:
+            print(f"{PROG}: usage: {name} must be at least 1", file=sys.stderr)
+            return 64
+    try:
+        parse_operator_names([n.strip() for n in (args.operators or "").split(",") if n.strip()])
+    except UnknownOperator as problem:
+        print(f"{PROG}: usage: --operators: {problem}", file=sys.stderr)
+        return 64
+    with one_line_errors(PROG):
+        check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
+        check_leg_cache(PROG, settings)
+        run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
+    for result in run.suites:
+        print(suite_line(result))
+    print(run.costs.line())
+    return 2 if any(result.problem for result in run.suites) else 0
+
+
+__all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""``python -m flows.mutants`` end to end (issue 18, M2/M3): real child processes through the suite's
+adapters, per-leg line coverage, each class of the decision table met by a mutant chosen for it, the
+oracle kill verdict, the mutation-testing report, and a re-run that spawns nothing.
+
+The mutants are chosen by what they do to the notes CLI (corpus/suites/notes/system/notes.py), so the
+expected class follows from the code, not from a previous run:
+
+* line 123 ``if __name__ == "__main__":`` → ``if False:``: the script does nothing on every leg
+  (exit 0, no output) — Stillborn; → ``if True:``: the same program — Unobservable;
+* line 72 ``refuse("--id is required")`` (string mutated): no leg or plan step omits ``--id`` — NoCoverage;
+* line 52 ``index += 2`` → ``pass``: every call with an option loops forever — Timeout (the copy's
+  budget is lowered to 2 s so the test stays short);
+* line 97 ``save(store)`` → ``pass``: the silent write of probe P-001 — Observable, Killed by O-001;
+* line 25 ``handle.write("\\n")`` → ``pass``: the store file loses its last newline, but the artifact is
+  observed as JSON, so nothing observable changes — Unobservable (equivalent for this contract), Survived.
+
+The flow runs in-process (Prefect's embedded server is started once per test process); the CLI's own
+argument handling is checked separately without a run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalquality_core.mutants.report import MutationTestReport
+from evalquality_core.suite.mutants import generate_for_suite
+from flows.mutants import suite_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
+
+WANTED = {
+    ("condition", 123, "if False:"): ("Stillborn", "RuntimeError"),
+    ("condition", 123, "if True:"): ("Unobservable", "Survived"),
+    ("string", 72, "\"XX--id is requiredXX\""): ("NoCoverage", "NoCoverage"),
+    ("statement-deletion", 52, "pass"): ("Timeout", "Timeout"),
+    ("statement-deletion", 97, "pass"): ("Observable", "Killed"),
+    ("statement-deletion", 25, "pass"): ("Unobservable", "Survived"),
+}
+
+
+def _suite_copy(tmp_path: Path) -> Path:
+    suites = tmp_path / "suites"
+    shutil.copytree(ROOT / "corpus" / "suites" / "notes", suites / "notes")
+    targets = suites / "notes" / "targets.toml"
+    targets.write_text(targets.read_text().replace("max_elapsed_ms = 10000", "max_elapsed_ms = 2000"))
+    return suites
+
+
+def _run(suites: Path, out: Path, home: Path, ids: list[str]) -> Any:
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.mutants import mutants
+
+    state = mutants.with_options(task_runner=ThreadPoolTaskRunner(max_workers=4))(
+        suites_dir=str(suites), out_dir=str(out), cache_dir=str(home / "leg-cache"), store_dir=str(home / "leg-cache"),
+        workspaces_dir=str(home / "workspaces"), mutant_ids=ids, return_state=True,
+    )
+    assert state.is_completed(), state.message
+    return state.result()
+
+
+def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Path) -> None:
+    suites = _suite_copy(tmp_path)
+    generation = generate_for_suite(suites / "notes")
+    chosen = {}
+    for mutant in generation.kept:
+        key = (mutant.operator, mutant.start[0], mutant.replacement)
+        if key in WANTED:
+            chosen[mutant.mutant_id] = WANTED[key]
+    assert len(chosen) == len(WANTED)
+    out, home = tmp_path / "out", tmp_path / "home"
+    first = _run(suites, out, home, sorted(chosen))
+    summary = json.loads((out / "notes" / "mutants-summary.json").read_text())
+    got = {m["mutantId"]: (m["class"], m["status"]) for m in summary["mutants"]}
+    assert got == chosen
+    by_id = {m["mutantId"]: m for m in summary["mutants"]}
+    killed = next(m for m in summary["mutants"] if m["status"] == "Killed")
+    assert "O-001" in killed["killedBy"]  # the read-back oracle catches the silent write
+    # Coverage selection: the NoCoverage mutant ran nothing; the Stillborn one (module level) every leg.
+    no_coverage = next(m for m in summary["mutants"] if m["class"] == "NoCoverage")
+    assert no_coverage["coveredBy"] == []
+    stillborn = next(m for m in summary["mutants"] if m["class"] == "Stillborn")
+    assert "plan" in stillborn["coveredBy"] and len(stillborn["coveredBy"]) > 5
+    assert summary["costs"]["mutantLegsWithCoverage"] < summary["costs"]["mutantLegsWithoutCoverage"]
+    # Score: Killed + Timeout detected; Stillborn not valid.
+    score = summary["killScore"]
+    assert (score["detected"], score["valid"]) == (2, 5)
+    low, high = score["interval95"]
+    assert low < 0.4 < high
+    # The report validates, names oracles in killedBy and legs in coveredBy.
+    report = json.loads((out / "notes" / "mutation-report.json").read_text())
+    MutationTestReport.model_validate(report)
+    entries = {m["id"]: m for m in report["files"]["system/notes.py"]["mutants"]}
+    assert set(entries) == set(chosen)
+    assert entries[killed["mutantId"]]["killedBy"] == killed["killedBy"]
+    assert entries[stillborn["mutantId"]]["coveredBy"] == by_id[stillborn["mutantId"]]["coveredBy"]
+    assert first.costs.legs_spawned > 0 and first.costs.plans_spawned > 0
+    assert re.search(r"kill score 2/5 = 0\.40", suite_line(first.suites[0]))
+    # Again: every leg from the leg cache, every plan from the plan cache, the timeout remembered.
+    again = _run(suites, out, home, sorted(chosen))
+    assert (again.costs.legs_spawned, again.costs.plans_spawned) == (0, 0), again.costs.line()
+    assert again.costs.legs_cached > 0 and again.costs.legs_remembered > 0 and again.costs.plans_cached > 0
+    summary_again = json.loads((out / "notes" / "mutants-summary.json").read_text())
+    assert {m["mutantId"]: (m["class"], m["status"]) for m in summary_again["mutants"]} == chosen
+
+
+def test_cli_refuses_bad_flags_in_one_line_before_any_run() -> None:
+    for flags, what in ((["--operators", "nope"], "unknown operator(s) nope"), (["--sample", "0"], "--sample must be at least 1")):
+        done = subprocess.run([sys.executable, "-m", "flows.mutants", *flags], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 64 and what in done.stderr and done.stderr.count("\n") == 1, done.stderr
