@@ -65,13 +65,13 @@ def _cpu_seconds() -> float:
 
 
 def _settle() -> None:
-    """Wait (at most 5 s) until the shared watchdog has reaped every leg watchdog, so their CPU time
-    (and their targets') is in its counters."""
+    """Wait (at most 5 s) until the shared watchdog has reaped every leg watchdog but its spare, so
+    their CPU time (and their targets') is in its counters."""
     watchdog = watchdog_pid()
     deadline = time.monotonic() + 5
     while watchdog is not None and time.monotonic() < deadline:
         try:
-            if not Path(f"/proc/{watchdog}/task/{watchdog}/children").read_text().split():
+            if len(Path(f"/proc/{watchdog}/task/{watchdog}/children").read_text().split()) <= 1:
                 return
         except OSError:
             return

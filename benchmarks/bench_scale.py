@@ -13,12 +13,15 @@ with its own eval-quality home and embedded Prefect server:
   cached re-run creates task runs (compile, plan, spawn-leg, reduce), on the same thread pool: their
   **ratio** (aim <= 1.5 at the largest N);
 * **growth**: per-leg overhead at the largest N over the smallest (aim <= 1.2: linear);
+* **CPU per leg** of the cached re-run and of the no-op flow (this process's CPU time, every thread;
+  the embedded server's apart): the same comparison in CPU time, which other load on the machine
+  does not inflate as it inflates wall time;
 * **peak RSS per 1,000 legs**: the child's peak resident set minus its resident set before the first
   run, per 1,000 planned legs (the embedded server is another process and is not counted);
 * **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
   through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8).
 
-Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128]``.
+Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128] [--profile DIR]``.
 Nothing is written outside temp directories; the table is printed at the end (and as JSON with
 ``--json``). Takes several minutes on 2 cores (the first run at N = 100 spawns about 1,000 legs).
 """
@@ -62,8 +65,79 @@ def _timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: int) -> dict[str, Any]:
-    """One N, in this (child) process: see the module docstring. Returns the figures as a dict."""
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's live child processes (the embedded
+    Prefect server, which records every task run), from /proc."""
+    me, total, tick = str(os.getpid()), 0.0, os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _settle(limit_s: float = 120.0) -> None:
+    """Wait until the embedded server is idle: a flow of many task runs leaves it recording their events
+    for a while, and a flow timed meanwhile pays for the previous one (its figures would mix the two)."""
+    time.sleep(PAUSE_S)
+    started, last = time.monotonic(), _children_cpu_s()
+    while time.monotonic() - started < limit_s:
+        time.sleep(1.0)
+        now = _children_cpu_s()
+        if now - last < 0.02:  # under 2 % of a core over the last second
+            return
+        last = now
+
+
+def _cpu_timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, float, float, Any]:
+    """Wall seconds, this process's CPU seconds (every thread), its children's CPU seconds, the result.
+    CPU time is what the benchmark compares under load: other sessions' work does not enter it."""
+    started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu_s()
+    result = function(*args, **kwargs)
+    return time.perf_counter() - started, time.process_time() - cpu, _children_cpu_s() - children, result
+
+
+class _Profile:
+    """Profiles one call: with yappi (every thread, CPU clock) when it is installed, else cProfile (the
+    calling thread only: the flow thread, where per-leg work of the flow itself shows). Saved as pstats."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def run(self, function: Any, *args: Any) -> Any:
+        """``function(*args)``, profiled when a path was given."""
+        if not self.path:
+            return function(*args)
+        try:
+            import yappi
+        except ImportError:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            result = profiler.runcall(function, *args)
+            profiler.dump_stats(self.path)
+            return result
+        yappi.set_clock_type("cpu")
+        yappi.start(builtins=False)
+        try:
+            return function(*args)
+        finally:
+            yappi.stop()
+            yappi.get_func_stats().save(self.path, type="pstat")
+            yappi.clear_stats()
+
+
+def measure_size(
+    count: int, concurrency: int, fan_legs: int, fan_concurrency: int, profile: str | None = None
+) -> dict[str, Any]:
+    """One N, in this (child) process: see the module docstring. Returns the figures as a dict.
+    With ``profile`` (a folder), the second cached re-run is profiled into ``<folder>/cached-<N>.pstat``."""
     home = Path(tempfile.mkdtemp(prefix=f"evalquality-scale-{count}-"))
     os.environ["EVALQUALITY_HOME"] = str(home)
     os.environ.pop("PREFECT_HOME", None)
@@ -159,16 +233,24 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
     ] + [f"{failure.suite}: {failure.message}" for failure in first.failures]
     task_runs = count + probes + legs + probes  # compile, plan, spawn-leg, reduce
     cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
+    cached_cpu, noop_cpu, cached_server, noop_server = [], [], [], []
     cached = first
-    for _ in range(2):
-        time.sleep(PAUSE_S)
-        elapsed, cached = _timed(run_preflight_flow, settings)
+    profiler = _Profile(None)
+    for attempt in range(2):
+        if profile and attempt == 1:  # the profile's own cost never enters the figures: the best run counts
+            profiler = _Profile(str(Path(profile) / f"cached-{count}.pstat"))
+        _settle()
+        elapsed, cpu, server, cached = _cpu_timed(profiler.run, run_preflight_flow, settings)
         cached_times.append(elapsed)
         cached_bodies.append(cached.wall_seconds)
-        time.sleep(PAUSE_S)
-        elapsed, body = _timed(no_op_flow.with_options(task_runner=runner), task_runs)
+        cached_cpu.append(cpu)
+        cached_server.append(server)
+        _settle()
+        elapsed, cpu, server, body = _cpu_timed(no_op_flow.with_options(task_runner=runner), task_runs)
         noop_times.append(elapsed)
         noop_bodies.append(body)
+        noop_cpu.append(cpu)
+        noop_server.append(server)
     cached_s, noop_s = min(cached_times), min(noop_times)
     peak = _peak_rss_mib()
 
@@ -188,6 +270,11 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
         # the embedded SQLite server's 503 back-offs after a large flow (prefect.md §8), which are noise here.
         "per_leg_ms": 1000 * min(cached_bodies) / legs,
         "noop_per_leg_ms": 1000 * min(noop_bodies) / legs,
+        # CPU per planned leg, this process (flow, task threads, client) and the embedded server apart.
+        "cpu_per_leg_ms": 1000 * min(cached_cpu) / legs,
+        "noop_cpu_per_leg_ms": 1000 * min(noop_cpu) / legs,
+        "server_cpu_per_leg_ms": 1000 * min(cached_server) / legs,
+        "noop_server_cpu_per_leg_ms": 1000 * min(noop_server) / legs,
         "peak_rss_mib": peak,
         "rss_per_1000_legs_mib": 1000 * max(peak - rss_before, 0.0) / legs,
         "faults": moved[:5],
@@ -196,7 +283,7 @@ def measure_size(count: int, concurrency: int, fan_legs: int, fan_concurrency: i
         fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
         runs = []
         for attempt in range(2):
-            time.sleep(PAUSE_S)
+            _settle()
             runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
         ideal = fan_legs * SLEEP_S / fan_concurrency
         figures.update(fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal)
@@ -209,6 +296,7 @@ def _child(count: int, args: argparse.Namespace, fan_legs: int) -> dict[str, Any
     command = [
         sys.executable, __file__, "--one", str(count), "--concurrency", str(args.concurrency),
         "--fan-legs", str(fan_legs), "--fan-concurrency", str(args.fan_concurrency),
+        *(["--profile", str(Path(args.profile).resolve())] if args.profile else []),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -233,7 +321,23 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
         if row["spawned_cached"] or row["faults"]:
             print(f"     !! cached re-run spawned {row['spawned_cached']}; faults: {row['faults']}")
+    print(
+        f"{'N':>4} {'cpu ms/leg':>10} {'no-op cpu':>9} {'cpu ratio':>9} {'server cpu':>10} {'no-op server':>12}"
+        "   (CPU time, insensitive to other load)"
+    )
+    for row in rows:
+        cpu_ratio = row["cpu_per_leg_ms"] / row["noop_cpu_per_leg_ms"] if row["noop_cpu_per_leg_ms"] else float("nan")
+        print(
+            f"{row['suites']:>4} {row['cpu_per_leg_ms']:>10.2f} {row['noop_cpu_per_leg_ms']:>9.2f} {cpu_ratio:>9.2f} "
+            f"{row['server_cpu_per_leg_ms']:>10.2f} {row['noop_server_cpu_per_leg_ms']:>12.2f}"
+        )
     small, large = rows[0], rows[-1]
+    if len(rows) > 1 and small["cpu_per_leg_ms"]:
+        print(
+            f"CPU per leg vs no-op tasks at N={large['suites']}: ratio "
+            f"{large['cpu_per_leg_ms'] / large['noop_cpu_per_leg_ms']:.2f}; growth N={large['suites']} over "
+            f"N={small['suites']}: {large['cpu_per_leg_ms'] / small['cpu_per_leg_ms']:.2f}"
+        )
     last_ratio = large["per_leg_ms"] / large["noop_per_leg_ms"] if large["noop_per_leg_ms"] else float("nan")
     print(f"per-leg overhead vs no-op tasks at N={large['suites']}: ratio {last_ratio:.2f} (aim <= 1.5)")
     if len(rows) > 1:
@@ -256,11 +360,15 @@ def main() -> int:
     parser.add_argument("--fan-legs", type=int, default=128)
     parser.add_argument("--fan-concurrency", type=int, default=32)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--profile", metavar="DIR", help="profile each size's cached re-run into DIR/cached-N.pstat "
+                        "(yappi, every thread, when installed; else cProfile of the flow thread)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(measure_size(args.one, args.concurrency, args.fan_legs, args.fan_concurrency)))
+        print(json.dumps(measure_size(args.one, args.concurrency, args.fan_legs, args.fan_concurrency, args.profile)))
         return 0
+    if args.profile:
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = [_child(size, args, args.fan_legs if index == 0 else 0) for index, size in enumerate(sizes)]
     print_table(rows)

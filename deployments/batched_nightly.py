@@ -14,7 +14,10 @@ A batch whose flow run does not end Completed (its process killed, its machine l
 marked Crashed, a bug) fails its ``run-batch`` task, which Prefect retries (``BATCH_RETRIES``) as a
 new flow run of the same batch; legs the failed attempt answered are served by the shared leg cache
 (``EVALQUALITY_LEG_CACHE=postgresql://…`` for several machines), so a retry spawns only the legs that
-had no answer yet. Workers need: the project installed, ``PREFECT_API_URL`` of one server (backed by
+had no answer yet. A lost machine (worker and flow-run process gone, so nobody reports the run's end)
+is caught by the automation ``deploy`` installs (``ensure_zombie_automation``): batch runs send a
+heartbeat every ``HEARTBEAT_S``, and one silent for ``--silent-after`` seconds is marked Crashed, which
+fails its ``run-batch`` task, which retries it. Workers need: the project installed, ``PREFECT_API_URL`` of one server (backed by
 PostgreSQL: ``PREFECT_API_DATABASE_CONNECTION_URL=postgresql+asyncpg://…``), the shared leg cache, and
 the suites and ``<out>`` folder at the same paths (a shared disk; plain files written atomically,
 never a database). The flow that waits holds a worker slot while its batches run, so give the pool
@@ -60,6 +63,12 @@ BATCH_SUMMARY = "batch-summary.json"
 NIGHT_SUMMARY = "nightly-batches.json"
 #: How often Prefect re-runs a batch whose flow run did not complete (a new flow run each time).
 BATCH_RETRIES = 2
+#: Seconds between the heartbeats a batch's flow run sends (Prefect's minimum is 30); set on the deployment.
+HEARTBEAT_S = 30
+#: A flow run that sent heartbeats and then went silent this long, without reaching a final state, lost its
+#: machine (process, worker and all): the server's automation marks it Crashed, so ``run-batch`` retries it.
+SILENT_AFTER_S = 90
+ZOMBIE_AUTOMATION = f"eval-quality: crash {BATCH_FLOW}/{BATCH_DEPLOYMENT} runs that stopped sending heartbeats"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 ENTRYPOINT = "deployments/batched_nightly.py"
 TAGS = ["eval-quality", "nightly", "batched"]
@@ -240,12 +249,73 @@ def run_batched_nightly(batches: int, **parameters: Any) -> BatchedNight:
 # ------------------------------------------------------------------------------ deployments
 
 
-def deploy(pool: str, cron: str = NIGHTLY_CRON, timezone: str | None = None, batches: int = 2) -> None:
-    """Register both deployments on a process work pool, loading the flows from this directory."""
-    strength_batch.from_source(source=str(PROJECT_DIR), entrypoint=f"{ENTRYPOINT}:strength_batch").deploy(
+def ensure_zombie_automation(deployment_id: Any, silent_after_s: int = SILENT_AFTER_S) -> None:
+    """Create (or re-create with this window) the server automation that marks a flow run of the batch
+    deployment ``Crashed`` when its heartbeats stop for ``silent_after_s`` seconds before it reached a
+    final state.
+
+    That is how a lost machine shows: its worker and the batch's flow-run process are gone, so nobody
+    reports the run's end, and it would stay ``Running``. Once it is ``Crashed``, the night's
+    ``run-batch`` task sees it and retries the batch on a worker that is still there
+    (https://docs.prefect.io/v3/advanced/detect-zombie-flows). Only runs of this deployment are
+    watched: they send a heartbeat every ``HEARTBEAT_S`` (its job variables say so), while other flow
+    runs keep Prefect's default period (180 s), longer than this window.
+    """
+    from datetime import timedelta
+
+    from prefect.automations import Automation
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    if silent_after_s <= HEARTBEAT_S:
+        raise ValueError(f"the silence window ({silent_after_s} s) must be longer than a heartbeat ({HEARTBEAT_S} s)")
+    try:
+        Automation.read(name=ZOMBIE_AUTOMATION).delete()
+    except ValueError:  # none yet
+        pass
+    Automation(
+        name=ZOMBIE_AUTOMATION,
+        description="A flow run that stopped sending heartbeats lost its machine: mark it Crashed (eval-quality).",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={
+                "prefect.flow-run.heartbeat",
+                "prefect.flow-run.Completed",
+                "prefect.flow-run.Failed",
+                "prefect.flow-run.Cancelled",
+                "prefect.flow-run.Crashed",
+            },
+            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            match_related=ResourceSpecification(
+                {"prefect.resource.role": "deployment", "prefect.resource.id": f"prefect.deployment.{deployment_id}"}
+            ),
+            for_each={"prefect.resource.id"},
+            posture=Posture.Proactive,
+            threshold=1,
+            within=timedelta(seconds=silent_after_s),
+        ),
+        actions=[ChangeFlowRunState(
+            state=StateType.CRASHED,
+            message=f"no heartbeat for {silent_after_s} s: the flow run's machine was lost",
+        )],
+    ).create()
+
+
+def deploy(
+    pool: str, cron: str = NIGHTLY_CRON, timezone: str | None = None, batches: int = 2,
+    silent_after_s: int = SILENT_AFTER_S,
+) -> None:
+    """Register both deployments on a process work pool, loading the flows from this directory, and the
+    automation that marks a batch whose machine was lost ``Crashed`` (``ensure_zombie_automation``)."""
+    batch = strength_batch.from_source(source=str(PROJECT_DIR), entrypoint=f"{ENTRYPOINT}:strength_batch").deploy(
         name=BATCH_DEPLOYMENT, work_pool_name=pool, tags=TAGS, build=False, push=False,
         description="One batch of suites of the fanned-out nightly (started by contract-strength-batched).",
+        # Each batch's flow run sends heartbeats, so a run whose machine vanished can be told from a slow one.
+        job_variables={"env": {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": str(HEARTBEAT_S)}},
     )
+    ensure_zombie_automation(batch, silent_after_s)
     batched_nightly.from_source(source=str(PROJECT_DIR), entrypoint=f"{ENTRYPOINT}:batched_nightly").deploy(
         name=NIGHTLY_DEPLOYMENT, work_pool_name=pool, tags=TAGS, build=False, push=False,
         schedules=[nightly_schedule(cron, timezone)],
@@ -265,11 +335,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--suites", metavar="DIR")
     parser.add_argument("--out", metavar="DIR")
     parser.add_argument("--baseline", metavar="FILE")
+    parser.add_argument("--silent-after", type=int, default=SILENT_AFTER_S, metavar="S",
+                        help=f"deploy: mark a batch Crashed after S s without a heartbeat (> {HEARTBEAT_S})")
     args = parser.parse_args(argv)
     if args.batches < 1:
         parser.error("--batches must be at least 1")
+    if args.silent_after <= HEARTBEAT_S:
+        parser.error(f"--silent-after must be more than {HEARTBEAT_S} seconds (one heartbeat)")
     if args.mode == "deploy":
-        deploy(args.pool, args.cron, args.timezone, args.batches)
+        deploy(args.pool, args.cron, args.timezone, args.batches, args.silent_after)
         print(f"deployed {BATCH_FLOW}/{BATCH_DEPLOYMENT} and {NIGHTLY_FLOW}/{NIGHTLY_DEPLOYMENT} on pool {args.pool}")
         return 0
     night = run_batched_nightly(args.batches, suites_dir=args.suites, out_dir=args.out, baseline=args.baseline)

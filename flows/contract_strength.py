@@ -109,9 +109,19 @@ from flows.strength_report import (
 )
 from flows.suites import Suite, load_suites
 from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
+from tasks.caching import stored_result
 from tasks.contract import compile_task, seal_task
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
-from tasks.trials import SealedTrial, TrialAnswer, TrialJob, run_trial, seal_record, trial_key, trial_spend
+from tasks.trials import (
+    SealedTrial,
+    TrialAnswer,
+    TrialFaultNote,
+    TrialJob,
+    run_trial,
+    seal_record,
+    trial_key,
+    trial_spend,
+)
 
 __all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
 
@@ -407,7 +417,8 @@ def contract_strength(
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
     scores, scores_cached = _collect_scores(submitted, probe_problems)
-    task_runs = {key: str(future.task_run_id) for key, future in submitted.items()}
+    # A score answered before submission has no task run this night (the report links none).
+    task_runs = {key: str(future.task_run_id) for key, future in submitted.items() if not isinstance(future, Answered)}
     trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
 
     documents = {
@@ -511,11 +522,21 @@ class _PreparedSuite:
 def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
     """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus."""
     floors = floors_of(suite.directory)
-    with tags(f"suite:{suite.name}"):
-        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}")(suite.contract)
-        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
-        # field named ``keys`` (a reference set's) and fails. The task still receives the model.
-        brief = seal_task.with_options(task_run_name=f"seal/{suite.name}")(quote(contract))
+    # An answered stage is read back without a task run (``stored_result``: same key, same checks).
+    # Looked up through the very task copy that would run (its storage is where it would look).
+    compiling = compile_task.with_options(task_run_name=f"compile/{suite.name}")
+    hit, contract = stored_result(compiling, authored=suite.contract)
+    if not hit:
+        with tags(f"suite:{suite.name}"):
+            contract = compiling(suite.contract)
+    sealing = seal_task.with_options(task_run_name=f"seal/{suite.name}")
+    hit, brief = stored_result(sealing, contract=contract)
+    if not hit:
+        with tags(f"suite:{suite.name}"):
+            # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
+            # field named ``keys`` (a reference set's) and fails. The task still receives the model
+            # (a direct call runs in this process: nothing is pickled).
+            brief = sealing(quote(contract))
     return _PreparedSuite(
         contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
     )
@@ -549,19 +570,22 @@ def _submit_scores(
         else:
             trials = load_trials(suite.directory / "trials" / probe["probeId"])
         trial_counts[key] = len(trials.records)
+        inputs = {
+            "contract": prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
+            "probe": probe,
+            "records": trials.records,
+            "policy": prepared.policy,
+            "preflight_verdict": verdict,
+            "corpus_digest": prepared.corpus_digest,
+            "isolation_manifest": trials.isolation_manifest,
+            "evaluator_configuration": trials.evaluator_configuration,
+        }
+        hit, answered = stored_result(score_task, **inputs)
+        if hit:
+            submitted[key] = Answered(answered)
+            continue
         with tags(f"suite:{suite.name}"):
-            submitted[key] = score_task.submit(
-                suite.name,
-                probe["probeId"],
-                prepared.contract_wire,  # plain JSON, never quote(): see score_task's docstring
-                probe,
-                trials.records,
-                prepared.policy,
-                verdict,
-                prepared.corpus_digest,
-                trials.isolation_manifest,
-                trials.evaluator_configuration,
-            )
+            submitted[key] = score_task.submit(suite.name, probe["probeId"], **inputs)
     return submitted
 
 
@@ -627,6 +651,10 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
         for index in range(first, first + minimum):
             key = trial_key(brief_digest=brief_digest, contract_digest=contract_digest, staged_digest=staged,
                             choices_digest=choices_digest, command=command, probe_id=pid, trial_index=index)
+            hit, answer = stored_result(run_trial, key=key)
+            if hit:
+                futures.append((index, Answered(answer)))
+                continue
             job = TrialJob(str(suite.directory), contract, brief, command, key)
             futures.append((index, run_trial.submit(suite.name, pid, index, key, job)))
         submitted[pid] = futures
@@ -645,7 +673,6 @@ def _collect_trials(
     Returns the trial sets, each answer with whether it came from the cache, and the fault count.
     """
     from evalquality_core.canonical import serialize_artifact
-    from evalquality_core.suite.evaluator_protocol import TrialFault
 
     command, contract, brief_digest = live.command, live.contract, live.brief_digest
     sets: dict[str, TrialSet] = {}
@@ -656,27 +683,39 @@ def _collect_trials(
         pid = probe["probeId"]
         answers: list[tuple[int, TrialAnswer]] = []
         problem = None
+        fresh: set[int] = set()
         for index, future in live.futures.get(pid, []):
-            try:
-                answer = future.result()
-            except TrialFault as fault:
+            if isinstance(future, Answered):
+                answer, cached = future.value, True
+            else:
+                answer = future.result(raise_on_failure=False)
+                cached = future.state.name == "Cached"
+            if isinstance(answer, TrialFaultNote):
                 faults += 1
-                problem = problem or f"trial {index} fault: {fault.reason}: {fault.detail}"
+                problem = problem or f"trial {index} fault: {answer.reason}: {answer.detail}"
                 continue
-            spent.append((answer, future.state.name == "Cached"))
+            if isinstance(answer, BaseException):
+                raise answer  # not a trial fault: a bug or a crash of the task itself
+            spent.append((answer, cached))
             answers.append((index, answer))
+            if not isinstance(future, Answered):
+                fresh.add(index)
         if problem is not None:
             probe_problems[(suite.name, pid)] = problem
             continue
+        # A trial run this night is sealed by a ``seal-record`` task run; one answered from the cache is
+        # sealed here (pure and cheap, the same function), so a night with nothing changed runs no task.
         seals[pid] = [
-            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder))
+            (folder, seal_record.submit(suite.name, pid, index, answer, contract, brief_digest, command, folder)
+             if index in fresh else
+             Answered(seal_record.fn(suite.name, pid, index, answer, contract, brief_digest, command, folder)))
             for index, answer in answers
             for folder in [f"trials/{pid}/trial-{index}"]
         ]
     for pid, submitted in seals.items():
         sealed: list[SealedTrial] = []
         for folder, future in submitted:
-            trial = future.result()
+            trial = future.value if isinstance(future, Answered) else future.result()
             target = out / suite.name / folder
             target.mkdir(parents=True, exist_ok=True)
             write_atomically(target / "actions.jsonl", trial.actions)
@@ -693,13 +732,25 @@ def _collect_trials(
     return sets, spent, faults
 
 
+@dataclass(frozen=True)
+class Answered:
+    """A stage answered from its stored result before submission (``tasks.caching.stored_result``): no task run."""
+
+    value: Any
+
+
 def _collect_scores(
     submitted: Mapping[tuple[str, str], Any], probe_problems: dict[tuple[str, str], str]
 ) -> tuple[dict[tuple[str, str], ProbeScore], int]:
-    """Wait for every score task; return the scores and how many were answered from Prefect's cache."""
+    """Wait for every score task; return the scores and how many were answered from the cache (looked
+    up before submission, or a task run Prefect answered ``Cached``)."""
     scores: dict[tuple[str, str], ProbeScore] = {}
     cached = 0
     for key, future in submitted.items():
+        if isinstance(future, Answered):
+            scores[key] = future.value
+            cached += 1
+            continue
         try:
             scores[key] = future.result()
         except (EvalQualityFault, ValueError) as problem:
@@ -750,8 +801,10 @@ def _suite_document(
     refusal: str | None = None
     aggregate: Mapping[str, Any] | None = None
     if evidence:
-        with tags(f"suite:{suite.name}"):
-            outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
+        hit, outcome = stored_result(aggregate_strength_task, evidence=evidence, floors=dict(prepared.floors), policy=policy)
+        if not hit:
+            with tags(f"suite:{suite.name}"):
+                outcome = aggregate_strength_task(suite.name, evidence, dict(prepared.floors), policy)
         refusal = outcome.refusal
         if outcome.aggregate is not None:
             aggregate = outcome.aggregate

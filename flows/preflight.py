@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -76,7 +76,6 @@ from tasks.preflight import (
     LegJob,
     abort_event,
     leg_call,
-    leg_key,
     listen_to_legs,
     plan_preflight_task,
     reduce_preflight_task,
@@ -237,10 +236,9 @@ def _plan_all(
     """Compile every contract, then plan every (suite, probe), or every suite once (``scope``); concurrently."""
     compiled = {}
     for suite in suites:
-        with tags(f"suite:{suite.name}"):
-            compiled[suite.name] = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(
-                quote(suite.contract)
-            )
+        compiled[suite.name] = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(
+            quote(suite.contract)
+        )
     plans: list[tuple[Suite, tuple[dict[str, Any], ...], str, Any]] = []
     for suite in suites:
         try:
@@ -254,9 +252,9 @@ def _plan_all(
         for group in groups:
             probe_id = SUITE_ROW if scope == "suite" else group[0]["probeId"]
             run_id = run_id_of(suite.name, probe_id)
-            plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/{probe_id}")
-            with tags(f"suite:{suite.name}"):
-                plans.append((suite, group, probe_id, plan.submit(quote(contract), quote(list(group)), run_id)))
+            label = f"{suite.name}/{probe_id}"
+            future = plan_preflight_task.submit(quote(contract), quote(list(group)), run_id, label)
+            plans.append((suite, group, probe_id, future))
     planned = []
     for suite, group, probe_id, future in plans:
         try:
@@ -287,13 +285,7 @@ def _submit_legs(
             owner = item.owner_of(leg.leg_id)
             job = LegJob(
                 request=leg.request,
-                key=leg_key(
-                    leg.request,
-                    item.suite.policy,
-                    item.suite.staged_digest_of_leg(owner, leg.leg_id),
-                    mcp_policy=item.suite.mcp_policy,
-                    targets=item.suite.targets,
-                ),
+                key=item.suite.leg_key_of(owner, leg),
                 policy=item.suite.policy,
                 mcp_policy=item.suite.mcp_policy,
                 stage=item.suite.stager(owner, leg.leg_id),
@@ -312,11 +304,13 @@ def _submit_legs(
         (repeats if entry[2].key in first_seen else firsts).append(entry)
         first_seen.add(entry[2].key)
     futures = {}
+    # No task-run tags: Prefect asks the server for tag concurrency slots (a round trip, and a lease)
+    # for every tagged task run, which made a cached leg cost several no-op tasks (benchmarks/bench_scale.py).
+    # The flow run carries the suite tags; a leg's run name starts with its suite.
     for item, leg_id, job in firsts + repeats:
-        with tags(f"suite:{item.suite.name}"):
-            futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(
-                item.suite.name, item.probe_id, leg_id, quote(job), leg_call(job.request)
-            )
+        futures[(item.suite.name, item.probe_id, leg_id)] = spawn_leg.submit(
+            item.suite.name, item.probe_id, leg_id, quote(job), leg_call(job.request)
+        )
     return futures
 
 
@@ -348,9 +342,8 @@ def _submit_reduce(item: _Planned, futures: dict[tuple[str, str, str], Any]) -> 
     if fault is not None:
         return _Collected(answers, fault, None, tuple(costs))
     observations = [answer.observation for answer in answers]
-    reduce = reduce_preflight_task.with_options(task_run_name=f"reduce/{item.suite.name}/{item.probe_id}")
-    with tags(f"suite:{item.suite.name}"):
-        return _Collected(answers, None, reduce.submit(quote(item.plan), quote(observations)))
+    label = f"{item.suite.name}/{item.probe_id}"
+    return _Collected(answers, None, reduce_preflight_task.submit(quote(item.plan), quote(observations), label))
 
 
 def _finish_probe(item: _Planned, collected: _Collected, out: Path, keys: set[str]) -> ProbePreflight:

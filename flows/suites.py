@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,11 +30,13 @@ from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry, parse_targets
 from evalquality_core.suite import load as suite_load
 from evalquality_core.suite import staging
+from tasks.preflight import interpreter_substitutions, key_entry, key_from_entry
 
 
 def _substitutions() -> dict[str, str]:
-    """Values for the ``{placeholder}`` templates a registry may use (targets.toml)."""
-    return {"python": sys.executable}
+    """Values for the ``{placeholder}`` templates a registry may use (targets.toml); the leg key puts
+    them back as authored (tasks/preflight.py ``portable_entry``), so they never make it machine-bound."""
+    return interpreter_substitutions()
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,19 +54,39 @@ class Suite:
     mcp_policy: McpTargetPolicy | None = None
     #: The whole target registry (api entries and the ``[service]`` that answers them included).
     targets: TargetRegistry | None = None
+    #: What ``leg_key_of`` and ``mutation_of_leg`` worked out already (derived from the fields above).
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def probe_ids(self) -> list[str]:
         """The probe ids in load order."""
         return [probe["probeId"] for probe in self.probes]
 
     def mutation_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str | None:
-        """The mutation a leg of ``probe`` runs against (None: the clean system)."""
-        mutation = staging.mutation_for_leg(self.directory, dict(probe), leg_id)
-        return None if mutation is None else mutation.mutation_id
+        """The mutation a leg of ``probe`` runs against (None: the clean system); read from the suite's
+        mutations once per (probe, leg)."""
+        which = ("mutation", probe.get("probeId"), leg_id)
+        if which not in self._memo:
+            mutation = staging.mutation_for_leg(self.directory, dict(probe), leg_id)
+            self._memo[which] = None if mutation is None else mutation.mutation_id
+        return self._memo[which]  # type: ignore[no-any-return]
 
     def staged_digest_of_leg(self, probe: Mapping[str, Any], leg_id: str) -> str:
         """The digest of what a leg's workspace will hold (part of its leg cache key)."""
         return self.staged_digests[self.mutation_of_leg(probe, leg_id)]
+
+    def leg_key_of(self, probe: Mapping[str, Any], leg: Any) -> str:
+        """The leg cache key of a planned leg of ``probe`` (tasks/preflight.py ``leg_key``): its request,
+        this suite's registry entry for it, and what its workspace will hold.
+
+        The entry is worked out once per (kind, interface, executable) and a leg's mutation once per
+        (probe, leg): the flow asks for every leg's key on every run, cached legs included."""
+        request = leg.request
+        which = (request.get("kind"), request.get("interfaceId"), request.get("executable"))
+        entry = self._memo.get(("entry", which))
+        if entry is None:
+            entry = key_entry(request, self.policy, mcp_policy=self.mcp_policy, targets=self.targets)
+            self._memo[("entry", which)] = entry
+        return key_from_entry(request, entry, self.staged_digest_of_leg(probe, leg.leg_id))
 
     def owner_of_leg(self, probes: Sequence[Mapping[str, Any]], leg_id: str) -> dict[str, Any]:
         """Of ``probes``, the one whose manifestation witness ``leg_id`` is, else the first.

@@ -1,8 +1,11 @@
 """The leg cache (harness.md A.6, preflight-adapter.md §8): one stored observation per distinct leg request.
 
 Key = digest of the leg's canonical request with its correlation label (``probeId``, i.e. the leg id)
-blanked, plus the target's registry entry and budgets, a digest of the staged system and fixtures, and
-the tool version. Nothing secret enters a record: the registry entry names environment keys only,
+blanked, plus the target's registry entry and budgets (its ``{python}`` placeholder kept as authored),
+the identity of the interpreter that placeholder stands for (implementation and version, never its
+path), a digest of the staged system and fixtures (file contents and relative names, never where the
+checkout or the workspace is), and the tool version. Nothing machine-specific enters it, so several
+machines share one cache (tasks/leg_cache_postgres.py) whatever their checkout and venv paths. Nothing secret enters a record: the registry entry names environment keys only,
 and a persisted request keeps environment key *names* only. Rules:
 
 * faults are never cached (a timeout writes nothing, so the next run spawns again); a non-zero exit
@@ -124,12 +127,30 @@ def _environment_names_only(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def leg_cache_key(
-    request: Mapping[str, Any], target_entry: Mapping[str, Any], staged_digest: str, tool_version: str
+    request: Mapping[str, Any],
+    target_entry: Mapping[str, Any],
+    staged_digest: str,
+    tool_version: str,
+    runtime: Mapping[str, str] | None = None,
 ) -> str:
-    """The cache key of a leg (module docstring); the hex of a composite digest."""
+    """The cache key of a leg (module docstring); the hex of a composite digest.
+
+    ``target_entry`` is the registry entry with its placeholders as authored (``{python}``, never this
+    machine's interpreter path) and ``runtime`` what each placeholder it uses stands for, by identity
+    (``{"python": "cpython-3.12.3"}``), so machines with the project at different paths share a key and
+    a different interpreter never does. The ``runtime`` member is always part of the composite, so a
+    key made before it existed (which held the interpreter's path) can never equal one made now: such
+    old entries simply miss.
+    """
     blank = {**request, "probeId": ""}
     return digest_composite(
-        {"request": blank, "target": dict(target_entry), "staged": staged_digest, "tool": tool_version}
+        {
+            "request": blank,
+            "target": dict(target_entry),
+            "staged": staged_digest,
+            "tool": tool_version,
+            "runtime": dict(runtime or {}),
+        }
     ).removeprefix("sha256:")
 
 
@@ -289,6 +310,10 @@ class SqliteLegStore:
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA busy_timeout=60000")
+        # In WAL mode NORMAL syncs at checkpoints, not at every commit: a SIGKILLed process still loses
+        # no committed entry and never corrupts the file (only a power cut may drop the last few, whose
+        # legs then run again). A full fsync per entry serialized every spawning thread behind the disk.
+        connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
     def _healthy(self) -> str | None:

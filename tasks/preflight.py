@@ -19,7 +19,10 @@ flow's progress display), and a spawned leg logs its outcome through Prefect's r
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import platform
+import re
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -67,6 +70,49 @@ def tool_version() -> str:
     return f"eval-quality-{package}/{CODE_VERSION}"
 
 
+#: The registry placeholder (targets.toml) that stands for the interpreter running the flow.
+PYTHON_PLACEHOLDER = "{python}"
+
+
+def interpreter_substitutions() -> dict[str, str]:
+    """The values a suite's registry placeholders are filled with on this machine: ``{python}`` is the
+    interpreter running the flow (its path, which differs between machines and venvs)."""
+    return {"python": sys.executable}
+
+
+@functools.cache
+def interpreter_identity() -> str:
+    """What of this interpreter can decide a leg's answer: implementation and full version
+    (``cpython-3.12.3``), never its path. Two machines with the same identity share leg keys."""
+    return f"{sys.implementation.name}-{platform.python_version()}"
+
+
+def _as_authored(value: Any, executable: str) -> Any:
+    """``value`` with this interpreter's path put back as the ``{python}`` placeholder it was filled
+    from (a whole path only: ``/usr/bin/python3`` never matches inside ``/usr/bin/python3.12``)."""
+    if isinstance(value, str):
+        if not executable or executable not in value:
+            return value
+        return re.sub(re.escape(executable) + r"(?![\w.+-])", lambda _: PYTHON_PLACEHOLDER, value)
+    if isinstance(value, Mapping):
+        return {name: _as_authored(item, executable) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_authored(item, executable) for item in value]
+    return value
+
+
+def portable_entry(entry: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A registry entry as it enters a leg key, and the runtime it depends on.
+
+    The entry keeps ``{python}`` as authored instead of this machine's interpreter path; the runtime
+    names the interpreter's identity when (and only when) the entry uses ``{python}``. An api entry's
+    ``[service]`` command is kept unfilled already, so the same rule covers it.
+    """
+    authored = _as_authored(dict(entry), sys.executable)
+    uses_python = PYTHON_PLACEHOLDER in json.dumps(authored, sort_keys=True)
+    return authored, ({"python": interpreter_identity()} if uses_python else {})
+
+
 def target_entry(
     policy: CommandTargetPolicy, request: Mapping[str, Any], mcp_policy: McpTargetPolicy | None = None
 ) -> dict[str, Any]:
@@ -111,10 +157,33 @@ def leg_key(
     targets: TargetRegistry | None = None,
 ) -> str:
     """The leg cache key of a request run under ``policy`` (an mcp request: under ``mcp_policy``; an api
-    request: under ``targets``' api entries and service) in a workspace staged to ``staged_digest``."""
+    request: under ``targets``' api entries and service) in a workspace staged to ``staged_digest``.
+
+    Machine-independent (``portable_entry``): the same request planned from another checkout, venv or
+    machine gets the same key, and a different interpreter version a different one."""
+    authored, runtime = key_entry(request, policy, mcp_policy=mcp_policy, targets=targets)
+    return leg_cache_key(request, authored, staged_digest, tool_version(), runtime)
+
+
+def key_entry(
+    request: Mapping[str, Any],
+    policy: CommandTargetPolicy,
+    *,
+    mcp_policy: McpTargetPolicy | None = None,
+    targets: TargetRegistry | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The registry entry that answers ``request``, as it enters the key, and its runtime (``portable_entry``).
+    The same for every request of one kind, interface and executable under one registry."""
     if request.get("kind") == "api":
-        return leg_cache_key(request, api_target_entry(targets, request), staged_digest, tool_version())
-    return leg_cache_key(request, target_entry(policy, request, mcp_policy), staged_digest, tool_version())
+        return portable_entry(api_target_entry(targets, request))
+    return portable_entry(target_entry(policy, request, mcp_policy))
+
+
+def key_from_entry(
+    request: Mapping[str, Any], entry: tuple[dict[str, Any], dict[str, str]], staged_digest: str
+) -> str:
+    """``leg_key`` given the request's ``key_entry`` (which a suite computes once per registry entry)."""
+    return leg_cache_key(request, entry[0], staged_digest, tool_version(), entry[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,10 +274,14 @@ def leg_state(answer: LegAnswer) -> State:
     return Completed(name="Cached", message=f"from cache: answered by {run}{leg}{at}", data=answer)
 
 
+# The run name comes from a ``label`` parameter (``<suite>/<probe>``) that is not part of the stage's
+# key, rather than from ``with_options`` per probe: each such copy rebuilt the task and its verified
+# storage, milliseconds per probe in the flow thread (benchmarks/bench_scale.py).
 @verified_stage
-@task(name="plan-preflight", **stage_cache("contract", "probes", "run_id"))
-def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
-    """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order)."""
+@task(name="plan-preflight", task_run_name="plan/{label}", **stage_cache("contract", "probes", "run_id"))
+def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str, label: str = "-") -> PreflightPlan:
+    """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order).
+    ``label`` names the task run only (``plan/<label>``); it never enters the cache key."""
     return plan_preflight(contract, probes, run_id)
 
 
@@ -223,7 +296,7 @@ def _spawn(job: LegJob) -> dict[str, Any]:
             adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
         elif job.request.get("kind") == "api" and job.targets is not None:
             # A fresh server from this leg's staged workspace, a leg process (watchdog, lifeline) killed when the call ends.
-            adapter = ServiceAdapter(job.targets, {"python": sys.executable}, workdir=workspace)
+            adapter = ServiceAdapter(job.targets, interpreter_substitutions(), workdir=workspace)
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)
         observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
@@ -277,7 +350,8 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
 
 
 @verified_stage
-@task(name="reduce-preflight", **stage_cache("plan", "observations"))
-def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]]) -> Any:
-    """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations."""
+@task(name="reduce-preflight", task_run_name="reduce/{label}", **stage_cache("plan", "observations"))
+def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]], label: str = "-") -> Any:
+    """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations.
+    ``label`` names the task run only (``reduce/<label>``); it never enters the cache key."""
     return reduce_preflight(plan, [as_wire(observation) for observation in observations])

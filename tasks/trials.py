@@ -41,11 +41,11 @@ from evalquality_core.suite.evaluator_protocol import (
     request_of,
     run_evaluator,
 )
-from tasks.caching import StageDigest, results_dir
+from tasks.caching import StageDigest, stage_cache, verified_stage
 from tasks.preflight import tool_version
 
 #: Version of the trial stage's cached results; bump when a trial's answer changes shape or meaning.
-TRIALS_CODE_VERSION = "trials-v1"
+TRIALS_CODE_VERSION = "trials-v2"
 
 
 def trial_key(
@@ -125,19 +125,28 @@ def _drive_and_judge(probe_id: str, trial_index: int, job: TrialJob) -> TrialAns
     )
 
 
+@dataclass(frozen=True)
+class TrialFaultNote:
+    """Why a trial faulted (a :class:`TrialFault`'s reason and detail): the data of its ``Failed`` state."""
+
+    reason: str
+    detail: str
+
+
+@verified_stage
 @task(
     name="run-trial",
     task_run_name="trial/{suite}/{probe_id}/{trial_index}",
-    cache_policy=StageDigest(inputs=("key",), version=TRIALS_CODE_VERSION),
-    result_storage=results_dir(),
-    persist_result=True,
+    **{**stage_cache("key"), "cache_policy": StageDigest(inputs=("key",), version=TRIALS_CODE_VERSION)},
 )
 def run_trial(suite: str, probe_id: str, trial_index: int, key: str, job: TrialJob) -> TrialAnswer | State:
-    """One live trial (module docstring); a :class:`TrialFault` ends the run Failed (never cached)."""
+    """One live trial (module docstring); a :class:`TrialFault` ends the run Failed with a
+    :class:`TrialFaultNote` (never cached). Answers are stored verified (``tasks/caching.py``), like every
+    digest-cached stage, so the flow can look an answered trial up before submitting it."""
     try:
         return _drive_and_judge(probe_id, trial_index, job)
     except TrialFault as fault:
-        return Failed(message=f"trial fault: {fault.reason}: {fault.detail}", data=fault)
+        return Failed(message=f"trial fault: {fault.reason}: {fault.detail}", data=TrialFaultNote(fault.reason, fault.detail))
 
 
 def evaluator_configuration_of(

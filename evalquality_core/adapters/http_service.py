@@ -172,6 +172,8 @@ def _await_ready(leg: LegProcess, port: int, declaration: ServiceDeclaration, ab
     """Return once the service accepts connections on ``port``; raise ``port-failure`` (exited, not
     ready in time) or ``aborted``. Waiting is on the lifeline, so an exit is seen at once."""
     deadline = time.monotonic() + declaration.ready_timeout_ms / 1000.0
+    lifeline = select.poll()  # poll, not select: a busy host's descriptors may be numbered past 1024
+    lifeline.register(leg.lifeline, select.POLLIN)
     while not _accepts(port):
         if abort is not None and abort.is_set():
             raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted while the service was starting")
@@ -189,7 +191,7 @@ def _await_ready(leg: LegProcess, port: int, declaration: ServiceDeclaration, ab
                 f"the service did not accept connections on port {port} within {declaration.ready_timeout_ms} ms"
                 " and was killed",
             )
-        select.select([leg.lifeline], [], [], min(_POLL_S, remaining))
+        lifeline.poll(min(_POLL_S, remaining) * 1000)
 
 
 @contextmanager

@@ -1,31 +1,37 @@
-"""The watchdog: one long-lived process per host process, and one forked leg watchdog per leg (stdlib only).
+"""The watchdogs: one long-lived shared watchdog per host process, and one forked leg watchdog per leg
+(a script run with ``python -I -S``, stdlib only).
 
-Started once, lazily, by ``process_group`` as ``python -I -S lifeline.py <fd>``, where ``<fd>`` is its end
-of a ``SOCK_SEQPACKET`` socketpair to the host (the **control** socket). Why this shape, and not one
-fresh interpreter per leg, is in ``process_group``'s docstring (in short: an interpreter start costs
-~25 ms, a ``fork()`` of this small process well under one).
+Started once, lazily, by ``process_group`` as ``python -I -S lifeline.py <fd>``, where ``<fd>`` is its
+end of a ``SOCK_SEQPACKET`` socketpair to the host (the **control** socket), in a process group of its
+own inside the host's session. Why this shape, and not one fresh interpreter per leg, is in
+``process_group``'s docstring (in short: an interpreter start costs ~25 ms, a ``fork()`` of this small
+process well under one, and that fork is done ahead of need).
 
 The **shared watchdog** (``main``):
 
 1. is a Linux **child subreaper** and ignores SIGINT/SIGTERM/SIGHUP (only SIGKILL or the host end it);
-2. per control message (one byte string plus, by ``SCM_RIGHTS``, the leg's socket, the write ends of
-   its stdout/stderr pipes and, when asked, the read end of its stdin pipe) ``fork()``s a **leg
-   watchdog** and closes its own copies of those descriptors, so it never holds a leg's lifeline;
-3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs; any other child is
-   an orphan of a leg watchdog that was killed (re-parented here because this process is a
-   subreaper), and is SIGKILLed with its group, in rounds, until none is left;
-4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) accepts no
-   more legs, waits until every leg watchdog has finished (each sees its own lifeline close and kills
-   its tree), still killing strays, then exits.
+2. keeps one **spare** leg watchdog forked ahead: it forks one at start and one per ``more`` request
+   from the host, each on a fresh stream socketpair, and sends the host its end (the bytes ``spare``
+   plus the descriptor, by ``SCM_RIGHTS``), closing its own: this process never holds a leg's
+   lifeline or pipes, and is on no leg's path;
+3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs (the spare among
+   them); any other child is an orphan of a leg watchdog that was killed (re-parented here because
+   this process is a subreaper), and is SIGKILLed with its group, in rounds, until none is left;
+4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) forks no
+   more spares (a waiting spare reads end-of-file too, and exits), waits until every leg watchdog
+   has finished (each sees its own lifeline close and kills its tree), still killing strays, then
+   exits.
 
-A **leg watchdog** (``_leg``), one per leg, in a forked child of the shared watchdog:
+A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of the shared watchdog:
 
 1. is a child subreaper of its own (the flag is not inherited across ``fork()``), so every orphaned
    descendant of *this leg's* target, ``setsid()`` or not, is re-parented to it, and is attributed to
    the right leg without guessing;
-2. reads the launch spec (argv, cwd, env) as one JSON line from the leg socket (never from argv, so
-   nothing secret shows in ``ps``), starts the target as the leader of a new session and process group
-   on the host's pipes, with default dispositions for the signals the watchdogs ignore, answers
+2. waits on its socket (the leg's lifeline; the host holds the other end) for one byte carrying, by
+   ``SCM_RIGHTS``, the write ends of the target's stdout/stderr pipes and, when asked, the read end of
+   its stdin pipe; then reads the launch spec (argv, cwd, env) as one JSON line (never from argv, so
+   nothing secret shows in ``ps``), starts the target as the leader of a new session and process
+   group on those pipes, with default dispositions for the signals the watchdogs ignore, answers
    ``{"pid": n}`` or ``{"spawnError": {...}}``;
 3. waits for the target's exit or the leg socket: a ``kill`` line, or end-of-file (the host died, even
    by SIGKILL, or closed the leg). Either way it **kills the whole tree**: SIGKILL to the target's group,
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import gc
 import json
 import os
 import select
@@ -52,18 +59,25 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 _ROUND_S = 0.005
 _MAX_ROUNDS = 4000  # 20 s of rounds against a target that keeps forking
-_MAX_FDS = 4  # leg socket, stdout, stderr, stdin
+_MAX_FDS = 3  # stdout, stderr, stdin
 _IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _become_subreaper() -> bool:
+def _load_prctl():
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+#: Looked up once in the shared watchdog, so a forked leg watchdog only calls it.
+_PRCTL = _load_prctl()
+
+
+def _become_subreaper() -> bool:
+    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def _children(me: int) -> list[int]:
@@ -144,11 +158,16 @@ def main() -> int:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD writes to the wakeup fd
-    legs: set[int] = set()
+    # Nothing here makes reference cycles worth collecting; frozen, the objects stay unwritten in
+    # forked children (fewer copy-on-write faults per leg).
+    gc.disable()
+    gc.freeze()
+    shared = [control.fileno(), wake_read, wake_write]
+    legs: set[int] = set()  # every legitimate child: the leg watchdogs, spares included
+    accepting = _offer_spare(control, shared, legs)  # the first leg's, before anyone asks
     poller = select.poll()
     poller.register(control.fileno(), select.POLLIN)
     poller.register(wake_read, select.POLLIN)
-    accepting = True
     while accepting or legs:
         try:
             events = poller.poll(None if accepting else 1000)
@@ -162,65 +181,73 @@ def main() -> int:
                 except BlockingIOError:
                     pass
             elif accepting:
-                fds, more = _receive(control)
-                if not more:
+                try:
+                    request = control.recv(64)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    request = b""
+                if request == b"more":
+                    accepting = _offer_spare(control, shared, legs)
+                elif not request:  # the host is gone (or shut us down): no more legs
+                    accepting = False
+                if not accepting:
                     poller.unregister(control.fileno())
                     control.close()
-                    accepting = False
-                elif fds:
-                    pid = _fork_leg(fds, (control.fileno(), wake_read, wake_write))
-                    if pid:
-                        legs.add(pid)
         _reap_and_clear_strays(legs)
     return 0
 
 
-def _receive(control: socket.socket) -> tuple[list[int], bool]:
-    """One leg's descriptors from the control socket; ``more`` is False at end-of-file."""
+def _offer_spare(control: socket.socket, shared: list[int], legs: set[int]) -> bool:
+    """Fork a spare leg watchdog on a fresh socketpair and send the host its end (``SCM_RIGHTS``);
+    keep no copy here. False when the host is gone."""
+    ours, theirs = socket.socketpair()
     try:
-        data, ancillary, _flags, _ = control.recvmsg(
-            64, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC
-        )
-    except (BlockingIOError, InterruptedError):
-        return [], True
+        pid = os.fork()
     except OSError:
-        return [], False
+        pid = -1  # the host gets a socket whose other end is already closed: its launch retries
+    if pid == 0:  # the spare leg watchdog
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            ours.close()
+            for fd in shared:
+                os.close(fd)
+            code = _spare(theirs)
+        finally:
+            os._exit(code)
+    theirs.close()
+    if pid > 0:
+        legs.add(pid)
+    try:
+        control.sendmsg([b"spare"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [ours.fileno()]))])
+        return True
+    except OSError:
+        return False
+    finally:
+        ours.close()
+
+
+def _receive_fds(sock: socket.socket, expected: tuple[int, ...]) -> list[int] | None:
+    """The descriptors sent with the next message on ``sock`` (one byte of data), when there are as
+    many as ``expected`` allows; None at end-of-file or for anything else."""
+    try:
+        data, ancillary, _flags, _ = sock.recvmsg(
+            1, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC
+        )
+    except OSError:
+        return None
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             received = array.array("i")
             received.frombytes(payload[: len(payload) - (len(payload) % received.itemsize)])
             fds.extend(received)
-    if not data:
+    if not data or len(fds) not in expected:
         for fd in fds:
             os.close(fd)
-        return [], False
-    if data != b"leg" or len(fds) not in (3, 4):  # not what the host sends: drop it
-        for fd in fds:
-            os.close(fd)
-        return [], True
-    return fds, True
-
-
-def _fork_leg(fds: list[int], shared: tuple[int, ...]) -> int:
-    """Fork the leg watchdog for ``fds``; close them here; the child's pid (0 when fork failed: the host
-    then reads end-of-file on the leg socket and reports that the target did not start)."""
-    try:
-        pid = os.fork()
-    except OSError:
-        pid = -1
-    if pid == 0:  # the leg watchdog
-        code = 1
-        try:
-            signal.set_wakeup_fd(-1)
-            for fd in shared:
-                os.close(fd)
-            code = _leg(fds)
-        finally:
-            os._exit(code)
-    for fd in fds:
-        os.close(fd)
-    return max(pid, 0)
+        return None
+    return fds
 
 
 def _reap_and_clear_strays(legs: set[int]) -> None:
@@ -245,21 +272,32 @@ def _reap_and_clear_strays(legs: set[int]) -> None:
 # --- one leg ------------------------------------------------------------------------------------------
 
 
-def _leg(fds: list[int]) -> int:
-    """Run one leg's watchdog (module docstring), in a child of the shared watchdog."""
+def _spare(sock: socket.socket) -> int:
+    """A forked leg watchdog: get ready, then wait on ``sock`` (whose other end the host holds) for a
+    leg's pipes, and run that leg. End-of-file first: no leg will come."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
     subreaper = _become_subreaper()
-    sock = socket.socket(fileno=fds[0])
-    stdout, stderr = fds[1], fds[2]
-    stdin = fds[3] if len(fds) == 4 else subprocess.DEVNULL
-    reader = sock.makefile("rb")
-    line = reader.readline()
+    fds = _receive_fds(sock, (2, 3))
+    if fds is None:
+        return 0
+    return _leg(sock, fds, subreaper)
+
+
+def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> int:
+    """Run one leg's watchdog (module docstring): ``fds`` are the target's stdout, stderr and, when
+    asked for, stdin."""
+    stdout, stderr = fds[0], fds[1]
+    stdin = fds[2] if len(fds) == 3 else subprocess.DEVNULL
+    line = _read_line(sock)
     if not line:
         return 0
     spec = json.loads(line)
     try:
+        # subprocess, not os.posix_spawn (which saves ~30% of this process's page faults): glibc's
+        # posix_spawn leaves its internal signals 32 and 33 ignored in the target, a difference from
+        # a plain subprocess.run that a target could notice.
         target = subprocess.Popen(
             spec["argv"],
             cwd=spec["cwd"],
@@ -277,7 +315,7 @@ def _leg(fds: list[int]) -> int:
     except (ValueError, TypeError) as exc:
         _send(sock, {"spawnError": {"errno": None, "strerror": str(exc), "filename": None}})
         return 0
-    for fd in fds[1:]:
+    for fd in fds:
         os.close(fd)  # the pipes are the target's alone: its exit closes them for the host
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the leg watchdog
@@ -285,6 +323,17 @@ def _leg(fds: list[int]) -> int:
     exit_code = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
     _send(sock, {"exit": exit_code})
     return 0
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    """One newline-terminated line (without the newline), or b"" at end-of-file before one."""
+    chunks = [b""]
+    while not chunks[-1].endswith(b"\n"):  # the host sends the line and then waits for the answer
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            return b""
+        chunks.append(chunk)
+    return b"".join(chunks)[:-1]
 
 
 def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> int:

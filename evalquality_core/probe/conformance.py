@@ -1,44 +1,61 @@
-"""The command-line probe conformance arm: 6 shared + 10 command cases, as a table (preflight-adapter.md §5).
+"""The probe conformance harness (preflight-adapter.md §5): one runner, the shared six, and the expectations
+every arm's own cases are rows of.
 
-``run_command_line_probe_conformance(subject, clock=...)`` runs every row of ``COMMAND_PROBE_CASES``
-against any ``ProbePort`` the subject builds, and returns a report that passes only when all sixteen
-outcomes are present and pass (a short list fails). No pytest import: a library user runs the arm
-against their own adapter. ``build`` is called fresh for every case, so call counts are absolute.
+An arm is a :class:`ProbeArm`: the port name it reports (its §5.1 outcome count) and its table of
+cases, the shared six of :func:`shared_probe_cases` (prefix ``probe``) followed by its own. The arms
+live beside this module: command line (``command_conformance.py``, 6 + 10), api
+(``api_conformance.py``, 6 + 13) and mcp (``mcp_conformance.py``, 6 + 8). :func:`run_probe_conformance`
+runs an arm's rows against any ``ProbePort`` the subject builds and returns a report that passes only
+when every outcome is present and passes (a short list fails). No pytest import, no thread, no clock
+of its own: ``build`` is called fresh for every case, so call counts are absolute, and the clock is
+injected.
 
 The one decision that is not obvious: this module may not start threads or read a clock, so
 ``prompt-abort`` hands the port an abort signal that turns set ``abort_delay_s`` after the call began
 (measured with the injected ``clock``), instead of aborting from another task. A port that polls its
 signal sees it set mid-call; one that ignores it runs into its elapsed budget and fails the case.
+
+An arm's own cases are mostly data: a :func:`request_case` row names the subject's request and the
+expectation, :class:`Resolves` (a correlated observation of the arm's kind, then an optional check of
+it) or :class:`Rejects` (a declared fault code, and how many underlying calls the port may have made),
+plus an optional consistency rule: a subject whose own policy would make the case meaningless fails it
+with a sentence saying so, never passes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
-from evalquality_core.artifacts.port_messages import (
-    CliProbeObservation,
-    CliProbeRequest,
-    JsonPayload,
-    read_probe_observation,
-    read_probe_request,
-)
+from evalquality_core.artifacts.port_messages import read_probe_observation, read_probe_request
 from evalquality_core.faults import RUNTIME_FAULT_CODES, RuntimeFault
-from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.port import ProbePort
 
 __all__ = [
-    "COMMAND_PROBE_CASES",
     "CONFORMANCE_OUTCOME_COUNTS",
+    "DENIED",
+    "OVER_BUDGET",
     "SCENARIOS",
-    "CommandProbeSubject",
+    "Clock",
     "ConformanceCase",
     "ConformanceOutcome",
     "ConformanceReport",
+    "ObservationKind",
+    "allow_authorized_case",
+    "deny_unmapped_interface_case",
     "PortInstance",
+    "ProbeArm",
+    "ProbeSubject",
+    "Rejects",
+    "Resolves",
+    "Scenario",
     "format_conformance_report",
-    "run_command_line_probe_conformance",
+    "parsed_request",
+    "request_case",
+    "run_probe_conformance",
+    "shared_probe_cases",
+    "unmapped_interface_problem",
 ]
 
 Scenario = Literal["resolves", "fails", "in-band-error", "hangs"]
@@ -66,32 +83,35 @@ class PortInstance:
     dispose: Callable[[], None] | None = None
 
 
-@dataclass(frozen=True)
-class CommandProbeSubject:
-    """What the arm runs against (§5.3). ``build(scenario)`` serves the shared six;
-    ``build_under_policy()`` returns a fresh port enforcing ``policy`` for the ten command cases.
-    Requests may be wire JSON or parsed models."""
+@dataclass(frozen=True, kw_only=True)
+class ProbeSubject:
+    """What every arm's subject carries (each arm's subject adds its policy and its requests).
+
+    ``build(scenario)`` serves the shared six; ``build_under_policy()`` returns a fresh port enforcing the
+    subject's policy for the arm's own cases; ``authorized_request`` is the request that policy allows.
+    Requests may be wire JSON or parsed models. ``prompt-abort`` sets its signal ``abort_delay_s`` into the
+    call and allows ``abort_budget_ms`` after that for the port to settle.
+    """
 
     name: str
     sample_request: Any
     build: Callable[[Scenario], PortInstance]
-    policy: CommandTargetPolicy
     build_under_policy: Callable[[], PortInstance]
     authorized_request: Any
-    unmapped_interface_request: Any
-    unmapped_executable_request: Any
-    unauthorized_subcommand_request: Any
-    unauthorized_environment_key_request: Any
-    non_zero_exit_request: Any
-    injection_request: Any
-    injection_argument_value: str
-    artifact_request: Any
-    artifact_id: str
-    artifact_expected_text: str
-    over_elapsed_request: Any
-    over_output_request: Any
     abort_budget_ms: int = 1000
     abort_delay_s: float = 0.2
+
+
+S = TypeVar("S", bound=ProbeSubject)
+
+
+@dataclass(frozen=True)
+class ConformanceCase(Generic[S]):
+    """One row of an arm: the spec's id, its title, and the check (``None`` = pass, else why not)."""
+
+    id: str
+    title: str
+    check: Callable[[S, Clock], str | None]
 
 
 @dataclass(frozen=True)
@@ -114,16 +134,56 @@ class ConformanceReport:
     passed: bool
 
 
-Check = Callable[[CommandProbeSubject, Clock], str | None]
+@dataclass(frozen=True)
+class ProbeArm(Generic[S]):
+    """One conformance arm: the port name it reports (§5.1) and its cases, the shared six first."""
+
+    port: str
+    cases: tuple[ConformanceCase[S], ...]
+
+    def run(self, subject: S, *, clock: Clock, cases: tuple[ConformanceCase[S], ...] | None = None) -> ConformanceReport:
+        """Run every case (or ``cases``) against ``subject``; ``clock`` is a monotonic seconds clock
+        (``time.monotonic``). The report passes only with the arm's full count of outcomes, all passing."""
+        return run_probe_conformance(self, subject, clock=clock, cases=cases)
 
 
 @dataclass(frozen=True)
-class ConformanceCase:
-    """One row of the arm: the spec's id, its title, and the check (``None`` = pass, else why not)."""
+class ObservationKind:
+    """The member of the observation union an arm accepts (``None``: any), and how it says a value is not one."""
 
-    id: str
-    title: str
-    check: Check
+    member: type | None
+    invalid: str = "the resolved value is not a schema-valid ProbeObservation"
+
+    def read(self, value: Any) -> Any | None:
+        """The observation ``value`` is, when it is a schema-valid one of this kind; else ``None``."""
+        try:
+            observation = read_probe_observation(_wire_of(value))
+        except RuntimeFault:
+            return None
+        return observation if self.member is None or isinstance(observation, self.member) else None
+
+
+@dataclass(frozen=True)
+class Resolves:
+    """The request resolves with an observation of the arm's kind that echoes the request's identity;
+    ``then(observation, subject)`` (if given) says what else must hold of it."""
+
+    then: Callable[[Any, Any], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Rejects:
+    """The request rejects with a declared fault of ``code``; ``calls`` is how many underlying calls the port
+    may have made (a number, a function of the subject, or ``None`` for not counted)."""
+
+    code: str
+    calls: int | Callable[[Any], int] | None = None
+
+
+#: Refused by the policy before anything is called.
+DENIED = Rejects("forbidden-target", calls=0)
+#: Cut off at a budget (the calls it took are not counted).
+OVER_BUDGET = Rejects("budget-exhausted")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,41 +251,12 @@ def _with_port(build: Callable[[], PortInstance], label: str, body: Callable[[Po
     return detail
 
 
-def _scenario(subject: CommandProbeSubject, scenario: Scenario, body: Callable[[PortInstance], str | None]) -> str | None:
-    return _with_port(lambda: subject.build(scenario), scenario, body)
-
-
-def _policy_port(subject: CommandProbeSubject, body: Callable[[PortInstance], str | None]) -> str | None:
-    return _with_port(subject.build_under_policy, "policy", body)
-
-
 def _wire_of(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", by_alias=True)
-    return value
+    return value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value
 
 
-def _schema_valid(value: Any) -> CliProbeObservation | None:
-    try:
-        observation = read_probe_observation(_wire_of(value))
-    except RuntimeFault:
-        return None
-    return observation if isinstance(observation, CliProbeObservation) else None
-
-
-def _echo_problem(request: Any, value: Any) -> str | None:
-    observation = _schema_valid(value)
-    if observation is None:
-        return "the resolved value is not a schema-valid ProbeObservation"
-    parsed = _parsed(request)
-    for field, wire in (("kind", "kind"), ("probe_id", "probeId"), ("interface_id", "interfaceId"), ("operation_id", "operationId")):
-        observed, asked = getattr(observation, field), getattr(parsed, field)
-        if observed != asked:
-            return f'observed {wire} "{observed}" for a request carrying "{asked}", so the answer does not correlate with the question'
-    return None
-
-
-def _parsed(request: Any) -> Any:
+def parsed_request(request: Any) -> Any:
+    """A subject's request as a parsed model (it may be given as wire JSON or as a model)."""
     return request if hasattr(request, "kind") and not isinstance(request, dict) else read_probe_request(request)
 
 
@@ -241,80 +272,101 @@ def _expect_code(settled: _Settled, expected: str) -> str | None:
     return None
 
 
-def _expect_denial(subject: CommandProbeSubject, request: Any) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        problem = _expect_code(_call(instance, request), "forbidden-target")
-        if problem is not None:
-            return problem
-        calls = _calls(instance)
-        return None if calls == 0 else f"made {calls} underlying call(s) on a denial path, expected 0"
-
-    return _policy_port(subject, body)
-
-
-def _expect_resolves(subject: CommandProbeSubject, request: Any, extra: Callable[[CliProbeObservation], str | None] | None = None) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        settled = _call(instance, request)
-        if not settled.resolved:
-            assert settled.error is not None
-            return f"rejected with {_describe(settled.error)}, expected an observation"
-        problem = _echo_problem(request, settled.value)
-        if problem is not None or extra is None:
-            return problem
-        observation = _schema_valid(settled.value)
-        assert observation is not None
-        return extra(observation)
-
-    return _policy_port(subject, body)
+def _observation_of(settled: _Settled, kind: ObservationKind) -> Any:
+    """The schema-valid observation a call resolved with; raises ``_CaseFailed`` saying why there is none."""
+    if not settled.resolved:
+        assert settled.error is not None
+        raise _CaseFailed(f"rejected with {_describe(settled.error)}, expected an observation")
+    observation = kind.read(settled.value)
+    if observation is None:
+        raise _CaseFailed(kind.invalid)
+    return observation
 
 
-def _expect_budget(subject: CommandProbeSubject, request: Any) -> str | None:
-    return _policy_port(subject, lambda instance: _expect_code(_call(instance, request), "budget-exhausted"))
+#: The identity an observation echoes from its request: (model field, wire name).
+_ECHOED = (("kind", "kind"), ("probe_id", "probeId"), ("interface_id", "interfaceId"), ("operation_id", "operationId"))
 
 
-def _matching(policy: CommandTargetPolicy, request: CliProbeRequest) -> list[Any]:
-    return [a for a in policy.authorizations if a.interface_id == request.interface_id and a.executable == request.executable]
+def _resolves(settled: _Settled, request: Any, expect: Resolves, kind: ObservationKind, subject: Any) -> str | None:
+    observation = _observation_of(settled, kind)
+    parsed = parsed_request(request)
+    for field, wire in _ECHOED:
+        observed, asked = getattr(observation, field), getattr(parsed, field)
+        if observed != asked:
+            return f'observed {wire} "{observed}" for a request carrying "{asked}", so the answer does not correlate with the question'
+    return None if expect.then is None else expect.then(observation, subject)
+
+
+def _rejects(settled: _Settled, instance: PortInstance, expect: Rejects, subject: Any) -> str | None:
+    problem = _expect_code(settled, expect.code)
+    if problem is not None or expect.calls is None:
+        return problem
+    expected = expect.calls(subject) if callable(expect.calls) else expect.calls
+    made = _calls(instance)
+    if made == expected:
+        return None
+    where = " on a denial path" if expected == 0 else ""
+    return f"made {made} underlying call(s){where}, expected {expected}"
+
+
+def request_case(
+    id: str,
+    title: str,
+    request: Callable[[S], Any],
+    expect: Resolves | Rejects,
+    consistency: Callable[[S], str | None] | None = None,
+    *,
+    kind: ObservationKind,
+) -> ConformanceCase[S]:
+    """One of an arm's own cases as data: ``request(subject)`` sent to a fresh policy port must meet ``expect``.
+
+    ``consistency(subject)`` runs first; a sentence from it fails the case as ``subject is inconsistent: …``.
+    """
+
+    def check(subject: S, clock: Clock) -> str | None:
+        if consistency is not None:
+            problem = consistency(subject)
+            if problem is not None:
+                return f"subject is inconsistent: {problem}"
+        sent = request(subject)
+
+        def body(instance: PortInstance) -> str | None:
+            settled = _call(instance, sent)
+            if isinstance(expect, Resolves):
+                return _resolves(settled, sent, expect, kind, subject)
+            return _rejects(settled, instance, expect, subject)
+
+        return _with_port(subject.build_under_policy, "policy", body)
+
+    return ConformanceCase(id, title, check)
+
+
+def allow_authorized_case(id: str, title: str, *, kind: ObservationKind) -> ConformanceCase[Any]:
+    """Every arm's first own case: the subject's ``authorized_request`` resolves with a correlated observation."""
+    return request_case(id, title, lambda subject: subject.authorized_request, Resolves(), kind=kind)
+
+
+def deny_unmapped_interface_case(id: str, title: str, request: Callable[[Any], Any], *, kind: ObservationKind) -> ConformanceCase[Any]:
+    """Every arm's ``deny-unmapped-interface``: refused with no underlying call, for a subject whose policy
+    does not name that interface (:func:`unmapped_interface_problem`)."""
+    return request_case(id, title, request, DENIED, unmapped_interface_problem(request), kind=kind)
+
+
+def unmapped_interface_problem(request: Callable[[Any], Any]) -> Callable[[Any], str | None]:
+    """The consistency rule of every ``deny-unmapped-interface`` case: the subject's policy must not name
+    the interface its "unmapped" request asks for."""
+
+    def problem(subject: Any) -> str | None:
+        interface = parsed_request(request(subject)).interface_id
+        if any(a.interface_id == interface for a in subject.policy.authorizations):
+            return f'its policy names interface "{interface}"'
+        return None
+
+    return problem
 
 
 # ---------------------------------------------------------------------------------------------
 # The shared six (§5.2)
-
-
-def _typed_fault(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        settled = _call(instance, subject.sample_request)
-        if settled.resolved:
-            return "resolved under a failing mechanism, expected a declared RuntimeFault"
-        assert settled.error is not None
-        fault = _fault_view(settled.error)
-        if fault is None:
-            return f"rejected with {_describe(settled.error)}, which is not a declared RuntimeFault"
-        if not fault.artifact_path:
-            return f'rejected with code "{fault.code}" and an empty artifactPath'
-        return None
-
-    return _scenario(subject, "fails", body)
-
-
-def _single_call_on_success(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        settled = _call(instance, subject.sample_request)
-        if not settled.resolved:
-            assert settled.error is not None
-            return f"rejected with {_describe(settled.error)}, expected an observation"
-        calls = _calls(instance)
-        return None if calls == 1 else f"made {calls} underlying calls for one successful invocation, expected 1"
-
-    return _scenario(subject, "resolves", body)
-
-
-def _single_call_on_failure(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        _call(instance, subject.sample_request)
-        calls = _calls(instance)
-        return None if calls == 1 else f"made {calls} underlying calls for one failing invocation, expected 1 (no internal retry)"
-
-    return _scenario(subject, "fails", body)
 
 
 class _AbortAfter:
@@ -328,174 +380,112 @@ class _AbortAfter:
         return self._clock() >= self.aborted_at
 
 
-def _prompt_abort(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        signal = _AbortAfter(clock, subject.abort_delay_s)
-        settled = _call(instance, subject.sample_request, abort=signal)
-        late_ms = (clock() - signal.aborted_at) * 1000.0
-        if settled.resolved:
-            return "resolved under a hanging mechanism, expected a rejection with code \"aborted\""
-        problem = _expect_code(settled, "aborted")
-        if problem is not None:
-            return problem
-        if late_ms > subject.abort_budget_ms:
-            return f"the call had not settled {subject.abort_budget_ms}ms after the signal aborted (it took {late_ms:.0f}ms)"
-        return None
+def _scenario_case(
+    id: str, title: str, scenario: Scenario, judge: Callable[[Any, PortInstance, Clock], str | None]
+) -> ConformanceCase[Any]:
+    """A shared-six row: ``judge(subject, instance, clock)`` over a fresh port built for ``scenario``."""
 
-    return _scenario(subject, "hangs", body)
+    def check(subject: Any, clock: Clock) -> str | None:
+        return _with_port(lambda: subject.build(scenario), scenario, lambda instance: judge(subject, instance, clock))
+
+    return ConformanceCase(id, title, check)
 
 
-def _no_in_band_error(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
-        settled = _call(instance, subject.sample_request)
-        if settled.resolved:
-            return "resolved with an in-band error instead of rejecting with a declared RuntimeFault"
+def _typed_fault(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
+    settled = _call(instance, subject.sample_request)
+    if settled.resolved:
+        return "resolved under a failing mechanism, expected a declared RuntimeFault"
+    assert settled.error is not None
+    fault = _fault_view(settled.error)
+    if fault is None:
+        return f"rejected with {_describe(settled.error)}, which is not a declared RuntimeFault"
+    if not fault.artifact_path:
+        return f'rejected with code "{fault.code}" and an empty artifactPath'
+    return None
+
+
+def _single_call_on_success(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
+    settled = _call(instance, subject.sample_request)
+    if not settled.resolved:
         assert settled.error is not None
-        if _fault_view(settled.error) is None:
-            return f"rejected with {_describe(settled.error)}, which is not a declared RuntimeFault"
-        return None
-
-    return _scenario(subject, "in-band-error", body)
+        return f"rejected with {_describe(settled.error)}, expected an observation"
+    calls = _calls(instance)
+    return None if calls == 1 else f"made {calls} underlying calls for one successful invocation, expected 1"
 
 
-def _schema_valid_return(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def body(instance: PortInstance) -> str | None:
+def _single_call_on_failure(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
+    _call(instance, subject.sample_request)
+    calls = _calls(instance)
+    return None if calls == 1 else f"made {calls} underlying calls for one failing invocation, expected 1 (no internal retry)"
+
+
+def _prompt_abort(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
+    signal = _AbortAfter(clock, subject.abort_delay_s)
+    settled = _call(instance, subject.sample_request, abort=signal)
+    late_ms = (clock() - signal.aborted_at) * 1000.0
+    if settled.resolved:
+        return 'resolved under a hanging mechanism, expected a rejection with code "aborted"'
+    problem = _expect_code(settled, "aborted")
+    if problem is not None:
+        return problem
+    if late_ms > subject.abort_budget_ms:
+        return f"the call had not settled {subject.abort_budget_ms}ms after the signal aborted (it took {late_ms:.0f}ms)"
+    return None
+
+
+def _no_in_band_error(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
+    settled = _call(instance, subject.sample_request)
+    if settled.resolved:
+        return "resolved with an in-band error instead of rejecting with a declared RuntimeFault"
+    assert settled.error is not None
+    if _fault_view(settled.error) is None:
+        return f"rejected with {_describe(settled.error)}, which is not a declared RuntimeFault"
+    return None
+
+
+def _schema_valid_return(kind: ObservationKind) -> Callable[[Any, PortInstance, Clock], str | None]:
+    def judge(subject: Any, instance: PortInstance, clock: Clock) -> str | None:
         settled = _call(instance, subject.sample_request)
         if not settled.resolved:
             assert settled.error is not None
             return f"rejected with {_describe(settled.error)}, expected an observation"
-        return None if _schema_valid(settled.value) is not None else "the resolved value is not a schema-valid ProbeObservation"
+        return None if kind.read(settled.value) is not None else "the resolved value is not a schema-valid ProbeObservation"
 
-    return _scenario(subject, "resolves", body)
+    return judge
+
+
+def shared_probe_cases(kind: ObservationKind) -> tuple[ConformanceCase[Any], ...]:
+    """The six cases every arm starts with (§5.2, prefix ``probe``); ``kind`` is what "schema-valid" reads."""
+    return (
+        _scenario_case("probe/typed-fault", "a mechanism failure rejects with a declared RuntimeFault", "fails", _typed_fault),
+        _scenario_case("probe/single-underlying-call-on-success", "one invocation makes exactly one underlying call on success",
+                       "resolves", _single_call_on_success),
+        _scenario_case("probe/single-underlying-call-on-failure", "one invocation makes exactly one underlying call on failure",
+                       "fails", _single_call_on_failure),
+        _scenario_case("probe/prompt-abort", "an abort during the call rejects promptly with aborted", "hangs", _prompt_abort),
+        _scenario_case("probe/no-in-band-error", "an in-band error rejects instead of resolving", "in-band-error", _no_in_band_error),
+        _scenario_case("probe/schema-valid-return", "a resolved value passes the ProbeObservation schema", "resolves",
+                       _schema_valid_return(kind)),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
-# The ten command cases (§5.3)
+# The runner and the report
 
 
-def _allow_authorized(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    return _expect_resolves(subject, subject.authorized_request)
-
-
-def _observe_nonzero_exit(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def nonzero(observation: CliProbeObservation) -> str | None:
-        if observation.kind != "cli":
-            return f'observed an observation of kind "{observation.kind}", expected a non-zero exit'
-        if observation.exit_code == 0:
-            return "observed exit code 0 for a request that should exit non-zero"
-        return None
-
-    return _expect_resolves(subject, subject.non_zero_exit_request, nonzero)
-
-
-def _deny_unmapped_interface(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    request = _parsed(subject.unmapped_interface_request)
-    if any(a.interface_id == request.interface_id for a in subject.policy.authorizations):
-        return f'subject is inconsistent: its policy names interface "{request.interface_id}"'
-    return _expect_denial(subject, subject.unmapped_interface_request)
-
-
-def _deny_unmapped_executable(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    request = _parsed(subject.unmapped_executable_request)
-    if not isinstance(request, CliProbeRequest):
-        return "subject is inconsistent: the unmapped-executable request is not a cli request"
-    if _matching(subject.policy, request):
-        return f'subject is inconsistent: its policy maps interface "{request.interface_id}" and executable "{request.executable}"'
-    return _expect_denial(subject, subject.unmapped_executable_request)
-
-
-def _deny_unauthorized_subcommand(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    request = _parsed(subject.unauthorized_subcommand_request)
-    if not isinstance(request, CliProbeRequest):
-        return "subject is inconsistent: the unauthorized-subcommand request is not a cli request"
-    matching = _matching(subject.policy, request)
-    if not matching:
-        return "subject is inconsistent: the pair is unmapped, so the case cannot tell an unmapped pair from an unauthorized subcommand"
-    if any(list(request.subcommand_path) in [list(p) for p in a.permitted_subcommand_paths] for a in matching):
-        return "subject is inconsistent: the request's subcommand path is permitted"
-    return _expect_denial(subject, subject.unauthorized_subcommand_request)
-
-
-def _deny_unauthorized_environment_key(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    request = _parsed(subject.unauthorized_environment_key_request)
-    if not isinstance(request, CliProbeRequest):
-        return "subject is inconsistent: the unauthorized-environment-key request is not a cli request"
-    matching = _matching(subject.policy, request)
-    if not matching:
-        return "subject is inconsistent: the pair is unmapped, so the case cannot tell an unmapped pair from an unauthorized environment key"
-    permitted = {key for a in matching for key in a.permitted_environment_keys}
-    if all(key in permitted for key in request.channels.environment):
-        return "subject is inconsistent: the request declares no environment key outside permittedEnvironmentKeys"
-    return _expect_denial(subject, subject.unauthorized_environment_key_request)
-
-
-def _argument_passed_literally(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def literal(observation: CliProbeObservation) -> str | None:
-        stdout = observation.stdout
-        if not isinstance(stdout, JsonPayload) or not isinstance(stdout.value, dict) or not isinstance(stdout.value.get("argv"), list):
-            return "stdout is not a json object carrying an argv array"
-        argv = stdout.value["argv"]
-        if argv != [subject.injection_argument_value]:
-            return f"the target saw argv {argv!r}, expected exactly [{subject.injection_argument_value!r}]"
-        return None
-
-    return _expect_resolves(subject, subject.injection_request, literal)
-
-
-def _capture_declared_artifact(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    def captured(observation: CliProbeObservation) -> str | None:
-        found = observation.artifacts.get(subject.artifact_id)
-        expected = {"kind": "text", "value": subject.artifact_expected_text}
-        got = None if found is None else found.model_dump(mode="json", by_alias=True)
-        if got != expected:
-            return f'artifact "{subject.artifact_id}" came back {got!r}, expected {expected!r}'
-        return None
-
-    return _expect_resolves(subject, subject.artifact_request, captured)
-
-
-def _cap_elapsed(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    return _expect_budget(subject, subject.over_elapsed_request)
-
-
-def _cap_output_bytes(subject: CommandProbeSubject, clock: Clock) -> str | None:
-    return _expect_budget(subject, subject.over_output_request)
-
-
-#: The arm, in the spec's order: the shared six (prefix ``probe``), then the ten command cases.
-COMMAND_PROBE_CASES: tuple[ConformanceCase, ...] = (
-    ConformanceCase("probe/typed-fault", "a mechanism failure rejects with a declared RuntimeFault", _typed_fault),
-    ConformanceCase("probe/single-underlying-call-on-success", "one invocation makes exactly one underlying call on success", _single_call_on_success),
-    ConformanceCase("probe/single-underlying-call-on-failure", "one invocation makes exactly one underlying call on failure", _single_call_on_failure),
-    ConformanceCase("probe/prompt-abort", "an abort during the call rejects promptly with aborted", _prompt_abort),
-    ConformanceCase("probe/no-in-band-error", "an in-band error rejects instead of resolving", _no_in_band_error),
-    ConformanceCase("probe/schema-valid-return", "a resolved value passes the ProbeObservation schema", _schema_valid_return),
-    ConformanceCase("command/allow-authorized-invocation", "an authorized invocation resolves with a correlated observation", _allow_authorized),
-    ConformanceCase("command/observe-nonzero-exit", "a non-zero exit is an observation, not a fault", _observe_nonzero_exit),
-    ConformanceCase("command/deny-unmapped-interface", "an unmapped interface is refused before any process starts", _deny_unmapped_interface),
-    ConformanceCase("command/deny-unmapped-executable", "an unmapped executable is refused before any process starts", _deny_unmapped_executable),
-    ConformanceCase("command/deny-unauthorized-subcommand", "an unlisted subcommand path is refused before any process starts", _deny_unauthorized_subcommand),
-    ConformanceCase("command/deny-unauthorized-environment-key", "an unpermitted environment key is refused before any process starts", _deny_unauthorized_environment_key),
-    ConformanceCase("command/argument-passed-literally", "an argument reaches the target as one literal argv element", _argument_passed_literally),
-    ConformanceCase("command/capture-declared-artifact", "a declared artifact is read back and tagged", _capture_declared_artifact),
-    ConformanceCase("command/cap-elapsed", "a run past maxElapsedMs rejects with budget-exhausted", _cap_elapsed),
-    ConformanceCase("command/cap-output-bytes", "output past maxOutputBytes rejects with budget-exhausted", _cap_output_bytes),
-)
-
-
-def run_command_line_probe_conformance(
-    subject: CommandProbeSubject, *, clock: Clock, cases: tuple[ConformanceCase, ...] = COMMAND_PROBE_CASES
+def run_probe_conformance(
+    arm: ProbeArm[S], subject: S, *, clock: Clock, cases: tuple[ConformanceCase[S], ...] | None = None
 ) -> ConformanceReport:
-    """Run every case against ``subject``; ``clock`` is a monotonic seconds clock (``time.monotonic``)."""
+    """Run every case of ``arm`` (or ``cases``) against ``subject``; ``clock`` is a monotonic seconds clock."""
     outcomes = []
-    for case in cases:
+    for case in arm.cases if cases is None else cases:
         try:
             detail = case.check(subject, clock)
         except Exception as error:  # a broken subject fails its case, never the whole run
             detail = f"the case could not run: {_describe(error)}"
         outcomes.append(ConformanceOutcome(case.id, case.title, detail is None, detail or ""))
-    passed = len(outcomes) == CONFORMANCE_OUTCOME_COUNTS["command-probe"] and all(o.passed for o in outcomes)
-    return ConformanceReport(subject.name, "command-probe", tuple(outcomes), passed)
+    passed = len(outcomes) == CONFORMANCE_OUTCOME_COUNTS[arm.port] and all(o.passed for o in outcomes)
+    return ConformanceReport(subject.name, arm.port, tuple(outcomes), passed)
 
 
 def format_conformance_report(report: ConformanceReport) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter, LaunchSpec, ProcessResult, run_process
-from evalquality_core.probe.conformance import CommandProbeSubject, PortInstance, Scenario
+from evalquality_core.probe.command_conformance import CommandProbeSubject
+from evalquality_core.probe.conformance import PortInstance, Scenario
 from evalquality_core.probe.policy import CommandTargetPolicy, parse_command_target_policy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "commands"

@@ -1,126 +1,71 @@
-"""Non-vacuity of the command arm (preflight-adapter.md §5.6): for every case, a mutant of the real
-adapter that breaks exactly that behaviour fails exactly that case, and the arm as a whole."""
+"""Non-vacuity of the three conformance arms (preflight-adapter.md §5.6): for every case of the command (16),
+api (19) and mcp (14) arm, a mutant of the real adapter that breaks exactly that behaviour fails exactly that
+case, and the arm as a whole.
+
+One table of mutants per arm (case id → the subject hooks that plant it), one test over all three. The
+recurring ways of breaking an adapter are in ``mutants.py``; what is specific to one kind of adapter (a
+shell that joins argv, an adapter letting a private address through, a lossy argument codec) is here,
+beside its table. The mcp mutants run against the standard-library fixture server (``plain_server.py``,
+same tools, starts in milliseconds); ``test_conformance_arms.py`` runs every arm unmutated (the mcp one
+against both servers), so every subject is known to pass.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalquality_core.adapters.command_line import LaunchSpec, ProcessResult
-from evalquality_core.artifacts.port_messages import AbsentPayload, read_probe_request, restamp_observation
+from evalquality_core.adapters.http import ApiTarget, HopResponse, HttpAdapter, assemble_api_observation
+from evalquality_core.adapters.mcp_stdio import McpCallResult, McpSessionSpec
+from evalquality_core.artifacts.port_messages import AbsentPayload, McpProbeObservation, read_probe_request
 from evalquality_core.faults import RuntimeFault
-from evalquality_core.probe.conformance import (
-    COMMAND_PROBE_CASES,
-    format_conformance_report,
-    run_command_line_probe_conformance,
-)
+from evalquality_core.probe.api_policy import ApiTargetDecision
+from evalquality_core.probe.conformance import CONFORMANCE_OUTCOME_COUNTS, format_conformance_report
 from evalquality_core.probe.observation import assemble_cli_observation
-from tests.adapters.command_subject import INTERFACE, make_subject
+from tests.adapters import command_subject, http_subject, mcp_subject
+from tests.adapters.conformance_arms import ARMS, Arm, arm_id, loopback_server, subject_of  # noqa: F401 (a fixture)
+from tests.adapters.mutants import (
+    call_twice,
+    code_is,
+    deny_when,
+    detail_has,
+    drop_field,
+    fault_when,
+    ignore_abort,
+    mechanism_on_fault,
+    port_on_fault,
+    raising,
+    retry_on_port_failure,
+    rewrite_and_restamp,
+    wrapping,
+)
 
 
-class PortWrapper:
-    """A port that rewrites the request or the answer of the real adapter."""
-
-    def __init__(self, inner: Any, around: Callable[[Any, dict[str, Any], Any], Any]) -> None:
-        self.inner = inner
-        self.around = around
-
-    def probe(self, request: Any, *, abort: Any = None) -> Any:
-        return self.around(self.inner, request, abort)
+def scenario_port(around: Any) -> dict[str, Any]:
+    """Hooks wrapping the port of the shared six."""
+    return {"scenario_port": wrapping(around)}
 
 
-def scenario_port(around: Callable[[Any, dict[str, Any], Any], Any]) -> dict[str, Any]:
-    return {"scenario_port": lambda adapter: PortWrapper(adapter, around)}
+def policy_port(around: Any) -> dict[str, Any]:
+    """Hooks wrapping the port of the arm's own cases."""
+    return {"policy_port": wrapping(around)}
 
 
-def policy_port(around: Callable[[Any, dict[str, Any], Any], Any]) -> dict[str, Any]:
-    return {"policy_port": lambda adapter, _policy: PortWrapper(adapter, around)}
+def _spawn_failure_as_plain_error() -> Any:
+    return port_on_fault(detail_has("could not start"), raising(lambda: OSError("spawn failed")))
 
 
-def _plain_error_on_spawn_failure(inner: Any, request: Any, abort: Any) -> Any:
-    try:
-        return inner.probe(request, abort=abort)
-    except RuntimeFault as fault:
-        if "could not start" in fault.detail:
-            raise OSError("spawn failed") from None
-        raise
-
-
-def _call_twice_on_success(mechanism: Any) -> Any:
-    def run(spec: LaunchSpec, abort: Any) -> ProcessResult:
-        mechanism(spec, abort)
-        return mechanism(spec, abort)
-
-    return run
-
-
-def _retry_on_failure(mechanism: Any) -> Any:
-    def run(spec: LaunchSpec, abort: Any) -> ProcessResult:
-        try:
-            return mechanism(spec, abort)
-        except RuntimeFault as fault:
-            if fault.code != "port-failure":
-                raise
-            return mechanism(spec, abort)
-
-    return run
-
-
-def _ignore_abort(inner: Any, request: Any, abort: Any) -> Any:
-    return inner.probe(request)
-
-
-def _resolve_in_band_error(inner: Any, request: Any, abort: Any) -> Any:
-    try:
-        return inner.probe(request, abort=abort)
-    except RuntimeFault as fault:
-        if "is not read" not in fault.detail:
-            raise
-        return assemble_cli_observation(read_probe_request(request), 0, b'{"error": "artifact unreadable"}', b"", {})
-
-
-def _drop_required_field(inner: Any, request: Any, abort: Any) -> Any:
-    wire = inner.probe(request, abort=abort).model_dump(mode="json", by_alias=True)
-    del wire["stderr"]
-    return wire
-
-
-def _deny_the_authorized_request(inner: Any, request: Any, abort: Any) -> Any:
-    if request["channels"]["environment"]:
-        raise RuntimeFault("forbidden-target", "ProbeRequest", "mutant", reason="interface-not-authorized")
-    return inner.probe(request, abort=abort)
-
-
-def _fault_on_nonzero_exit(inner: Any, request: Any, abort: Any) -> Any:
-    observation = inner.probe(request, abort=abort)
-    if observation.exit_code != 0:
-        raise RuntimeFault("port-failure", "ProbeObservation", "mutant: non-zero exit")
-    return observation
-
-
-def _rewrite_and_restamp(rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[Any, dict[str, Any], Any], Any]:
-    def around(inner: Any, request: dict[str, Any], abort: Any) -> Any:
-        observation = inner.probe(rewrite(request), abort=abort)
-        return restamp_observation(observation, read_probe_request(request))
-
-    return around
-
-
-def _fallback_interface(request: dict[str, Any]) -> dict[str, Any]:
-    return {**request, "interfaceId": INTERFACE} if request["interfaceId"] != INTERFACE else request
+# ---- the command arm -------------------------------------------------------------------------
 
 
 def _fallback_executable(request: dict[str, Any]) -> dict[str, Any]:
     known = {"argv-echo", "failing", "artifact-writer", "sleeper", "flooder"}
     return request if request["executable"] in known else {**request, "executable": "argv-echo"}
-
-
-def _drop_subcommand(request: dict[str, Any]) -> dict[str, Any]:
-    return {**request, "subcommandPath": []}
 
 
 def _drop_unpermitted_keys(request: dict[str, Any]) -> dict[str, Any]:
@@ -144,62 +89,175 @@ def _never_read_artifacts(inner: Any, request: Any, abort: Any) -> Any:
     return observation.model_copy(update={"artifacts": absent})
 
 
-def _timeout_as_observation(mechanism: Any) -> Any:
-    def run(spec: LaunchSpec, abort: Any) -> ProcessResult:
-        try:
-            return mechanism(spec, abort)
-        except RuntimeFault as fault:
-            if "maxElapsedMs" in fault.detail:
-                return ProcessResult(-9, b"", b"")
-            raise
-
-    return run
-
-
-def _output_cap_as_denial(mechanism: Any) -> Any:
-    def run(spec: LaunchSpec, abort: Any) -> ProcessResult:
-        try:
-            return mechanism(spec, abort)
-        except RuntimeFault as fault:
-            if "maxOutputBytes" in fault.detail:
-                raise RuntimeFault("forbidden-target", "ProbeRequest", "mutant", reason="executable-not-authorized") from None
-            raise
-
-    return run
-
-
-#: case id → the hooks of a mutant that breaks only that behaviour.
-MUTANTS: dict[str, dict[str, Any]] = {
-    "probe/typed-fault": scenario_port(_plain_error_on_spawn_failure),
-    "probe/single-underlying-call-on-success": {"scenario_mechanism": _call_twice_on_success},
-    "probe/single-underlying-call-on-failure": {"scenario_mechanism": _retry_on_failure},
-    "probe/prompt-abort": scenario_port(_ignore_abort),
-    "probe/no-in-band-error": scenario_port(_resolve_in_band_error),
-    "probe/schema-valid-return": scenario_port(_drop_required_field),
-    "command/allow-authorized-invocation": policy_port(_deny_the_authorized_request),
-    "command/observe-nonzero-exit": policy_port(_fault_on_nonzero_exit),
-    "command/deny-unmapped-interface": policy_port(_rewrite_and_restamp(_fallback_interface)),
-    "command/deny-unmapped-executable": policy_port(_rewrite_and_restamp(_fallback_executable)),
-    "command/deny-unauthorized-subcommand": policy_port(_rewrite_and_restamp(_drop_subcommand)),
-    "command/deny-unauthorized-environment-key": policy_port(_rewrite_and_restamp(_drop_unpermitted_keys)),
+COMMAND_MUTANTS: dict[str, dict[str, Any]] = {
+    "probe/typed-fault": scenario_port(_spawn_failure_as_plain_error()),
+    "probe/single-underlying-call-on-success": {"scenario_mechanism": call_twice},
+    "probe/single-underlying-call-on-failure": {"scenario_mechanism": retry_on_port_failure},
+    "probe/prompt-abort": scenario_port(ignore_abort),
+    "probe/no-in-band-error": scenario_port(port_on_fault(detail_has("is not read"), lambda request: assemble_cli_observation(
+        read_probe_request(request), 0, b'{"error": "artifact unreadable"}', b"", {}))),
+    "probe/schema-valid-return": scenario_port(drop_field("stderr")),
+    "command/allow-authorized-invocation": policy_port(deny_when(lambda r: bool(r["channels"]["environment"]), "interface-not-authorized")),
+    "command/observe-nonzero-exit": policy_port(fault_when(lambda o: o.exit_code != 0, "mutant: non-zero exit")),
+    "command/deny-unmapped-interface": policy_port(rewrite_and_restamp(
+        lambda r: r if r["interfaceId"] == command_subject.INTERFACE else {**r, "interfaceId": command_subject.INTERFACE})),
+    "command/deny-unmapped-executable": policy_port(rewrite_and_restamp(_fallback_executable)),
+    "command/deny-unauthorized-subcommand": policy_port(rewrite_and_restamp(lambda r: {**r, "subcommandPath": []})),
+    "command/deny-unauthorized-environment-key": policy_port(rewrite_and_restamp(_drop_unpermitted_keys)),
     "command/argument-passed-literally": {"policy_mechanism": _through_a_shell},
     "command/capture-declared-artifact": policy_port(_never_read_artifacts),
-    "command/cap-elapsed": {"policy_mechanism": _timeout_as_observation},
-    "command/cap-output-bytes": {"policy_mechanism": _output_cap_as_denial},
+    "command/cap-elapsed": {"policy_mechanism": mechanism_on_fault(detail_has("maxElapsedMs"), lambda _: ProcessResult(-9, b"", b""))},
+    "command/cap-output-bytes": {"policy_mechanism": mechanism_on_fault(detail_has("maxOutputBytes"), raising(
+        lambda: RuntimeFault("forbidden-target", "ProbeRequest", "mutant", reason="executable-not-authorized")))},
 }
 
 
-def test_every_case_has_a_mutant() -> None:
-    assert list(MUTANTS) == [case.id for case in COMMAND_PROBE_CASES]
+# ---- the api arm -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case_id", list(MUTANTS))
-def test_a_mutant_fails_exactly_its_own_case(case_id: str, tmp_path: Path) -> None:
-    subject = make_subject(tmp_path, name=f"mutant of {case_id}", **MUTANTS[case_id])
-    report = run_command_line_probe_conformance(subject, clock=time.monotonic)
+def _allowing(address_class: str | None = None, *, any_method: bool = False, any_scheme: bool = False) -> type[HttpAdapter]:
+    """An adapter whose first-hop decision lets one more thing through."""
+
+    class Mutant(HttpAdapter):
+        def _decide(self, interface_id: str, target: ApiTarget, method: str) -> ApiTargetDecision:
+            if any_method:
+                method = "GET"
+            if any_scheme:
+                authorization = next(a for a in self.policy.authorizations if a.interface_id == interface_id)
+                target = replace(target, scheme=authorization.scheme)
+            decision = super()._decide(interface_id, target, method)
+            if decision.reason == "address-not-authorized" and decision.address_class == address_class:
+                authorization = next(a for a in self.policy.authorizations if a.interface_id == interface_id)
+                address = self.resolver(target.host, target.port)[0]
+                return ApiTargetDecision(True, authorization, None, "mutant", decision.address_class, address)
+            return decision
+
+    return Mutant
+
+
+class _NoRedirectCheck(HttpAdapter):
+    def _decide_redirect(self, interface_id: str, target: ApiTarget, method: str) -> ApiTargetDecision:
+        authorization = next(a for a in self.policy.authorizations if a.interface_id == interface_id)
+        address = self.resolver(target.host, target.port)[0]
+        return ApiTargetDecision(True, authorization, None, "mutant", "loopback", address)
+
+
+class _OffByOneRedirects(HttpAdapter):
+    @staticmethod
+    def _redirects_exhausted(followed: int, caps: Any) -> bool:
+        return followed > caps.max_redirects
+
+
+def _fallback_service(request: dict[str, Any]) -> dict[str, Any]:
+    return {**request, "interfaceId": http_subject.SERVICE} if request["interfaceId"] == "no-such-interface" else request
+
+
+API_MUTANTS: dict[str, dict[str, Any]] = {
+    "probe/typed-fault": scenario_port(port_on_fault(code_is("port-failure"), raising(lambda: ConnectionError("socket hang up")))),
+    "probe/single-underlying-call-on-success": {"scenario_mechanism_wrap": call_twice},
+    "probe/single-underlying-call-on-failure": {"scenario_mechanism_wrap": retry_on_port_failure},
+    "probe/prompt-abort": scenario_port(ignore_abort),
+    "probe/no-in-band-error": scenario_port(port_on_fault(code_is("port-contract-violation"), lambda request: assemble_api_observation(
+        read_probe_request(request), 599, (), b'{"error":"odd status"}'))),
+    "probe/schema-valid-return": scenario_port(drop_field("headers")),
+    "probe/allow-authorized-loopback": policy_port(deny_when(lambda r: r["probeId"] == "authorized", "address-not-authorized")),
+    "probe/observe-anomalous-status": policy_port(fault_when(lambda o: o.status >= 500, "mutant: the server failed")),
+    "probe/deny-unmapped-interface": policy_port(rewrite_and_restamp(_fallback_service)),
+    "probe/deny-unauthorized-loopback": {"adapter_class": _allowing("loopback")},
+    "probe/deny-private": {"adapter_class": _allowing("private")},
+    "probe/deny-link-local": {"adapter_class": _allowing("link-local")},
+    "probe/deny-metadata": {"adapter_class": _allowing("metadata")},
+    "probe/deny-unauthorized-method": {"adapter_class": _allowing(any_method=True)},
+    "probe/deny-unauthorized-scheme": {"adapter_class": _allowing(any_scheme=True)},
+    "probe/deny-on-redirect": {"adapter_class": _NoRedirectCheck},
+    "probe/cap-redirects": {"adapter_class": _OffByOneRedirects},
+    "probe/cap-response-bytes": {"policy_mechanism_wrap": mechanism_on_fault(detail_has("maxResponseBytes"), lambda hop: HopResponse(
+        200, (("content-type", "text/plain"),), b"x" * hop.max_response_bytes, None))},
+    "probe/cap-elapsed": {"policy_mechanism_wrap": mechanism_on_fault(detail_has("maxElapsedMs"), lambda _: HopResponse(504, (), b"", None))},
+}
+
+
+# ---- the mcp arm -----------------------------------------------------------------------------
+
+
+def _malformed_frame_as_observation(request: Any) -> McpProbeObservation:
+    parsed = read_probe_request(request)
+    return McpProbeObservation(kind="mcp", probe_id=parsed.probe_id, interface_id=parsed.interface_id,
+                               operation_id=parsed.operation_id, is_error=True, result=AbsentPayload(kind="absent"))
+
+
+def _fallback_interface(request: dict[str, Any]) -> dict[str, Any]:
+    known = {mcp_subject.INTERFACE, "fixture-mcp-slow", "fixture-mcp-flood"}
+    return request if request["interfaceId"] in known else {**request, "interfaceId": mcp_subject.INTERFACE}
+
+
+def _fallback_tool(request: dict[str, Any]) -> dict[str, Any]:
+    known = {"echo", "describe_note", "rpc_error", "hang", "flood"}
+    return request if request["toolName"] in known else {**request, "toolName": "echo", "channels": {"arguments": {"value": "x"}}}
+
+
+def _ascii_arguments(mechanism: Any) -> Any:
+    def run(spec: McpSessionSpec, abort: Any) -> McpCallResult:
+        # The classic encoding bug: arguments squeezed through a lossy codec on their way out.
+        mangled = {k: v.encode("ascii", "replace").decode("ascii") if isinstance(v, str) else v
+                   for k, v in spec.arguments.items()}
+        return mechanism(replace(spec, arguments=mangled), abort)
+
+    return run
+
+
+def _first_key_only(inner: Any, request: Any, abort: Any) -> Any:
+    observation = inner.probe(request, abort=abort)
+    value = getattr(observation.result, "value", None)
+    if isinstance(value, dict) and len(value) > 2:  # a "summary" of a rich result: its first key
+        first = next(iter(value))
+        return observation.model_copy(update={"result": observation.result.model_copy(update={"value": {first: value[first]}})})
+    return observation
+
+
+MCP_MUTANTS: dict[str, dict[str, Any]] = {
+    "probe/typed-fault": scenario_port(_spawn_failure_as_plain_error()),
+    "probe/single-underlying-call-on-success": {"scenario_mechanism": call_twice},
+    "probe/single-underlying-call-on-failure": {"scenario_mechanism": retry_on_port_failure},
+    "probe/prompt-abort": scenario_port(ignore_abort),
+    "probe/no-in-band-error": scenario_port(port_on_fault(detail_has("not a JSON-RPC message"), _malformed_frame_as_observation)),
+    "probe/schema-valid-return": scenario_port(drop_field("isError")),
+    "mcp/allow-authorized-tool-call": policy_port(deny_when(lambda r: r["channels"]["arguments"] == {"value": "hello"}, "tool-not-authorized")),
+    "mcp/observe-error-result": policy_port(fault_when(lambda o: o.is_error, "mutant: the tool answered with an error")),
+    "mcp/deny-unmapped-interface": policy_port(rewrite_and_restamp(_fallback_interface)),
+    "mcp/deny-unauthorized-tool": policy_port(rewrite_and_restamp(_fallback_tool)),
+    "mcp/arguments-passed-as-declared": {"policy_mechanism": _ascii_arguments},
+    "mcp/observe-declared-result-channel": policy_port(_first_key_only),
+    "mcp/cap-elapsed": {"policy_mechanism": mechanism_on_fault(detail_has("maxElapsedMs"), lambda _: McpCallResult(
+        is_error=True, has_result=False, result=None))},
+    "mcp/cap-result-bytes": {"policy_mechanism": mechanism_on_fault(detail_has("maxOutputBytes"), raising(
+        lambda: RuntimeFault("forbidden-target", "ProbeRequest", "mutant", reason="tool-not-authorized")))},
+}
+
+
+# ---- the three arms, one test ----------------------------------------------------------------
+
+#: arm port → its table of mutants (case id → the subject hooks that plant it).
+MUTANTS: dict[str, dict[str, dict[str, Any]]] = {
+    "command-probe": COMMAND_MUTANTS,
+    "environment-probe": API_MUTANTS,
+    "mcp-probe": MCP_MUTANTS,
+}
+
+
+@pytest.mark.parametrize("arm", ARMS, ids=arm_id)
+def test_every_case_has_a_mutant(arm: Arm) -> None:
+    assert list(MUTANTS[arm.port]) == arm.case_ids
+
+
+@pytest.mark.parametrize(("arm", "case_id"), [(arm, case_id) for arm in ARMS for case_id in MUTANTS[arm.port]], ids=arm_id)
+def test_a_mutant_fails_exactly_its_own_case(arm: Arm, case_id: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    hooks = {**arm.mutant_options, **MUTANTS[arm.port][case_id]}
+    report = arm.run(subject_of(arm, request, tmp_path, name=f"mutant of {case_id}", **hooks), clock=time.monotonic)
     failed = [outcome.id for outcome in report.outcomes if not outcome.passed]
-    assert failed == [case_id], [(o.id, o.detail) for o in report.outcomes if not o.passed]
+    assert failed == [case_id], format_conformance_report(report)
     assert not report.passed
     lines = format_conformance_report(report).splitlines()
-    assert lines[0] == f'FAIL command-probe conformance for "mutant of {case_id}": 15/16 assertions passed'
+    total = CONFORMANCE_OUTCOME_COUNTS[arm.port]
+    assert lines[0] == f'FAIL {arm.port} conformance for "mutant of {case_id}": {total - 1}/{total} assertions passed'
     assert [line.split(":")[0] for line in lines[1:]].count(f"FAIL {case_id}") == 1

@@ -13,12 +13,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from evalquality_core.adapters.http_service import ServiceAdapter
+from evalquality_core.adapters.http_service import ServiceAdapter, ServiceDeclaration, running_service
 from evalquality_core.adapters.process_group import live_process_groups
 from evalquality_core.artifacts.base import to_wire
 from evalquality_core.faults import RuntimeFault
@@ -49,7 +50,7 @@ addresses = ["127.0.0.1"]
 methods = ["GET"]
 safe_methods = ["GET"]
 max_redirects = 0
-max_elapsed_ms = 10000
+max_elapsed_ms = {elapsed_ms}
 max_request_bytes = 65536
 max_response_bytes = 1048576
 """
@@ -60,8 +61,8 @@ GET = {
 }
 
 
-def hostile_adapter(mode: str, ready_ms: int = 15000) -> ServiceAdapter:
-    text = _REGISTRY.format(hostile=f'"{HOSTILE}"', mode=mode, ready_ms=ready_ms)
+def hostile_adapter(mode: str, ready_ms: int = 15000, elapsed_ms: int = 10000) -> ServiceAdapter:
+    text = _REGISTRY.format(hostile=f'"{HOSTILE}"', mode=mode, ready_ms=ready_ms, elapsed_ms=elapsed_ms)
     return ServiceAdapter(parse_targets(text, "targets.toml"), {"python": sys.executable})
 
 
@@ -102,6 +103,30 @@ def test_a_setsid_grandchild_of_a_service_dies_when_its_leg_answers(tmp_path: Pa
     assert len(pids) == 2, "the service and its setsid grandchild both ran"
     assert_all_dead_within(pids, 5)
     assert live_process_groups() == groups_before  # the leg is no longer counted live
+
+
+def test_a_service_that_never_answers_is_killed_with_its_setsid_child_at_the_deadline(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    started = time.monotonic()
+    with pytest.raises(RuntimeFault) as raised:
+        hostile_adapter("hang", elapsed_ms=500).probe(GET, workdir=ws)
+    assert raised.value.code == "budget-exhausted" and "maxElapsedMs (500ms)" in raised.value.detail
+    assert time.monotonic() - started < 10
+    pids = pids_of(ws / "work" / "pids")
+    assert len(pids) == 2
+    assert_all_dead_within(pids, 5)
+
+
+def test_an_abort_while_the_service_works_kills_it_and_its_setsid_child(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    abort = threading.Event()
+    adapter = hostile_adapter("hang")
+    threading.Timer(0.1, lambda: wait_for_pids(ws / "work" / "pids", 2) and abort.set()).start()
+    started = time.monotonic()
+    with pytest.raises(RuntimeFault) as raised:
+        adapter.probe(GET, workdir=ws, abort=abort)
+    assert raised.value.code == "aborted" and time.monotonic() - started < 30
+    assert_all_dead_within(pids_of(ws / "work" / "pids"), 5)
 
 
 def test_a_service_that_daemonizes_is_a_leg_fault_and_its_daemon_dies(tmp_path: Path) -> None:
@@ -231,3 +256,13 @@ def _processes_working_in(workspace: Path) -> list[int]:
             if cwd == workspace or workspace in cwd.parents:
                 found.append(int(entry.name))
     return found
+
+
+def test_a_service_command_that_cannot_start_is_a_one_line_port_failure(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    missing = ServiceDeclaration((str(tmp_path / "no-such-server"), "{port}"), "work", "port", 1000)
+    with pytest.raises(RuntimeFault) as raised, running_service(missing, ws, {}):
+        pass
+    fault = raised.value
+    assert fault.code == "port-failure" and "could not start service" in fault.detail and "no-such-server" in fault.detail
+    assert "\n" not in str(fault)

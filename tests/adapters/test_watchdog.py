@@ -86,6 +86,22 @@ def test_a_killed_leg_watchdog_leaves_no_orphan_running(tmp_path: Path) -> None:
     assert _run(["/bin/echo", "after"]) == (0, b"after\n")  # the shared watchdog serves on
 
 
+def _children_of(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_a_killed_spare_leg_watchdog_is_replaced_when_the_next_leg_comes(tmp_path: Path) -> None:
+    assert _run(["/bin/true"]) == (0, b"")
+    shared = watchdog_pid()
+    assert shared is not None
+    _wait_until(lambda: len(_children_of(shared)) == 1, 10, "only the spare left")  # the last leg's reaped
+    (spare,) = _children_of(shared)
+    os.kill(spare, signal.SIGKILL)
+    _wait_until(lambda: spare not in _children_of(shared), 10, "the spare reaped")
+    assert _run(["/bin/echo", "served"]) == (0, b"served\n")
+    assert watchdog_pid() == shared
+
+
 def test_a_killed_shared_watchdog_leaves_running_legs_intact_and_the_next_leg_starts_a_new_one(tmp_path: Path) -> None:
     leg, pid_file = _fork_forever(tmp_path)
     try:

@@ -139,6 +139,15 @@ def test_a_live_night_runs_every_trial_a_second_runs_none_and_fresh_trials_run_n
     assert second.exit_code == 0, second.summary_lines()
     assert len(calls(marker)) == TRIALS, "a second night with nothing changed runs no trial"
     assert (second.trial_counts["trialsRun"], second.trial_counts["trialsCached"]) == (0, TRIALS)
+    # Answered trials are looked up before submission: the second night creates no run-trial, seal-record
+    # or score task run at all (what made a cached night cost as much as a first one).
+    from flows.strength_report import HISTORY_FILE
+    from tests.flows.test_contract_strength import _task_run_names
+
+    nights = json.loads((out / HISTORY_FILE).read_text())["nights"]
+    assert {n.split("/")[0] for n in _task_run_names(nights[0]["flowRunId"])} >= {"trial", "seal", "score"}
+    again = _task_run_names(nights[1]["flowRunId"], wait=False)
+    assert not {n for n in again if n.split("/")[0] in {"trial", "seal", "score"}}, again
 
     fresh = night(corpus, out, fresh_trials=True)
     assert fresh.exit_code == 0, fresh.summary_lines()
