@@ -68,6 +68,7 @@ from evalquality_core.suite.mutants import (
 from evalquality_core.suite.staging import stage_workspace
 from flows.lifecycle import (
     FlowArgumentParser,
+    api_watchdog,
     check_flow_inputs,
     check_leg_cache,
     one_line_errors,
@@ -501,7 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
         check_leg_cache(PROG, settings)
-        run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
+        with api_watchdog(PROG):  # a Prefect server that stops mid-run ends it in one line (exit 69)
+            run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
     print(run.costs.line())
@@ -509,9 +511,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
@@ -545,3 +544,7 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
             continue
         lines[suite.name] = generated_strength_of(result.summary, chosen["seed"])
     return lines, problems
+
+
+if __name__ == "__main__":
+    sys.exit(main())
