@@ -53,8 +53,10 @@ def _mark_system(system_dir: Path, name: str) -> None:
 
 
 def _self_contained(suite: Path) -> bool:
-    """A template must not borrow its probes from a sibling (``probes-from``): the copy has no such sibling."""
-    return "probes-from" not in tomllib.loads((suite / "suite.toml").read_text(encoding="utf-8"))
+    """A template must not borrow its probes or its system from a sibling (``probes-from``,
+    ``system-from``): the copy has no such sibling."""
+    settings = tomllib.loads((suite / "suite.toml").read_text(encoding="utf-8"))
+    return "probes-from" not in settings and "system-from" not in settings
 
 
 def synthesize(count: int, out: Path, templates: Sequence[str] | None = None, source: Path = SUITES_ROOT) -> list[Path]:

@@ -10,27 +10,29 @@ process well under one, and that fork is done ahead of need).
 The **shared watchdog** (``main``):
 
 1. is a Linux **child subreaper** and ignores SIGINT/SIGTERM/SIGHUP (only SIGKILL or the host end it);
-2. keeps one **spare** leg watchdog forked ahead, waiting on a socketpair of its own. Per control
-   message (the bytes ``leg`` plus, by ``SCM_RIGHTS``, the leg's socket, the write ends of its
-   stdout/stderr pipes and, when asked, the read end of its stdin pipe) it passes the descriptors on
-   to the spare (forking one first if the spare is gone), closes its own copies, so it never holds a
-   leg's lifeline or pipes, and only then forks the next spare, off that leg's path;
+2. keeps one **spare** leg watchdog forked ahead: it forks one at start and one per ``more`` request
+   from the host, each on a fresh stream socketpair, and sends the host its end (the bytes ``spare``
+   plus the descriptor, by ``SCM_RIGHTS``), closing its own: this process never holds a leg's
+   lifeline or pipes, and is on no leg's path;
 3. reaps its children on SIGCHLD. Its only legitimate children are leg watchdogs (the spare among
    them); any other child is an orphan of a leg watchdog that was killed (re-parented here because
    this process is a subreaper), and is SIGKILLed with its group, in rounds, until none is left;
-4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) accepts no
-   more legs, lets the spare go, waits until every leg watchdog has finished (each sees its own
-   lifeline close and kills its tree), still killing strays, then exits.
+4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) forks no
+   more spares (a waiting spare reads end-of-file too, and exits), waits until every leg watchdog
+   has finished (each sees its own lifeline close and kills its tree), still killing strays, then
+   exits.
 
 A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of the shared watchdog:
 
 1. is a child subreaper of its own (the flag is not inherited across ``fork()``), so every orphaned
    descendant of *this leg's* target, ``setsid()`` or not, is re-parented to it, and is attributed to
    the right leg without guessing;
-2. waits for its leg's descriptors, then reads the launch spec (argv, cwd, env) as one JSON line from
-   the leg socket (never from argv, so nothing secret shows in ``ps``), starts the target as the leader
-   of a new session and process group on the host's pipes, with default dispositions for the signals
-   the watchdogs ignore, answers ``{"pid": n}`` or ``{"spawnError": {...}}``;
+2. waits on its socket (the leg's lifeline; the host holds the other end) for one byte carrying, by
+   ``SCM_RIGHTS``, the write ends of the target's stdout/stderr pipes and, when asked, the read end of
+   its stdin pipe; then reads the launch spec (argv, cwd, env) as one JSON line (never from argv, so
+   nothing secret shows in ``ps``), starts the target as the leader of a new session and process
+   group on those pipes, with default dispositions for the signals the watchdogs ignore, answers
+   ``{"pid": n}`` or ``{"spawnError": {...}}``;
 3. waits for the target's exit or the leg socket: a ``kill`` line, or end-of-file (the host died, even
    by SIGKILL, or closed the leg). Either way it **kills the whole tree**: SIGKILL to the target's group,
    then, repeatedly, to every child it has (orphans re-parented to it, each with its group) until none
@@ -57,7 +59,7 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 _ROUND_S = 0.005
 _MAX_ROUNDS = 4000  # 20 s of rounds against a target that keeps forking
-_MAX_FDS = 4  # leg socket, stdout, stderr, stdin
+_MAX_FDS = 3  # stdout, stderr, stdin
 _IGNORED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -161,12 +163,11 @@ def main() -> int:
     gc.disable()
     gc.freeze()
     shared = [control.fileno(), wake_read, wake_write]
-    legs: set[int] = set()  # every legitimate child: leg watchdogs, the spare among them
-    spare = _fork_spare(shared, legs)
+    legs: set[int] = set()  # every legitimate child: the leg watchdogs, spares included
+    accepting = _offer_spare(control, shared, legs)  # the first leg's, before anyone asks
     poller = select.poll()
     poller.register(control.fileno(), select.POLLIN)
     poller.register(wake_read, select.POLLIN)
-    accepting = True
     while accepting or legs:
         try:
             events = poller.poll(None if accepting else 1000)
@@ -180,57 +181,31 @@ def main() -> int:
                 except BlockingIOError:
                     pass
             elif accepting:
-                fds, more = _receive(control)
-                if not more:
+                try:
+                    request = control.recv(64)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    request = b""
+                if request == b"more":
+                    accepting = _offer_spare(control, shared, legs)
+                elif not request:  # the host is gone (or shut us down): no more legs
+                    accepting = False
+                if not accepting:
                     poller.unregister(control.fileno())
                     control.close()
-                    accepting = False
-                    if spare is not None:
-                        spare[1].close()  # the spare reads end-of-file and exits
-                        spare = None
-                elif fds:
-                    _hand_to_spare(fds, spare, shared, legs)
-                    # The next leg's watchdog is forked now, off this leg's path (and after its fds are closed here).
-                    spare = _fork_spare(shared, legs)
         _reap_and_clear_strays(legs)
     return 0
 
 
-def _hand_to_spare(fds: list[int], spare: tuple[int, socket.socket] | None, shared: list[int],
-                   legs: set[int]) -> None:
-    """Give one leg's descriptors to the spare leg watchdog (a new one if the spare is gone), then
-    close them here, so this process never holds a leg's lifeline or pipes. When no leg watchdog can
-    be had, closing them is the answer: the host reads end-of-file and reports the target unstarted.
-    The spare's socket is closed either way (a spare serves one leg)."""
-    try:
-        for _ in range(2):
-            if spare is None:
-                spare = _fork_spare(shared, legs)
-                if spare is None:
-                    return
-            _pid, handoff = spare
-            try:
-                handoff.sendmsg([b"leg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-                return
-            except OSError:  # the spare was killed: fork another
-                spare = None
-            finally:
-                handoff.close()
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def _fork_spare(shared: list[int], legs: set[int]) -> tuple[int, socket.socket] | None:
-    """Fork a leg watchdog that waits for its leg's descriptors on a socketpair of its own; its pid and
-    our end of that socketpair (None when ``fork()`` fails)."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+def _offer_spare(control: socket.socket, shared: list[int], legs: set[int]) -> bool:
+    """Fork a spare leg watchdog on a fresh socketpair and send the host its end (``SCM_RIGHTS``);
+    keep no copy here. False when the host is gone."""
+    ours, theirs = socket.socketpair()
     try:
         pid = os.fork()
     except OSError:
-        ours.close()
-        theirs.close()
-        return None
+        pid = -1  # the host gets a socket whose other end is already closed: its launch retries
     if pid == 0:  # the spare leg watchdog
         code = 1
         try:
@@ -242,35 +217,37 @@ def _fork_spare(shared: list[int], legs: set[int]) -> tuple[int, socket.socket] 
         finally:
             os._exit(code)
     theirs.close()
-    legs.add(pid)
-    return pid, ours
-
-
-def _receive(control: socket.socket) -> tuple[list[int], bool]:
-    """One leg's descriptors from the control socket; ``more`` is False at end-of-file."""
+    if pid > 0:
+        legs.add(pid)
     try:
-        data, ancillary, _flags, _ = control.recvmsg(
-            64, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC
-        )
-    except (BlockingIOError, InterruptedError):
-        return [], True
+        control.sendmsg([b"spare"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [ours.fileno()]))])
+        return True
     except OSError:
-        return [], False
+        return False
+    finally:
+        ours.close()
+
+
+def _receive_fds(sock: socket.socket, expected: tuple[int, ...]) -> list[int] | None:
+    """The descriptors sent with the next message on ``sock`` (one byte of data), when there are as
+    many as ``expected`` allows; None at end-of-file or for anything else."""
+    try:
+        data, ancillary, _flags, _ = sock.recvmsg(
+            1, socket.CMSG_SPACE(_MAX_FDS * array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC
+        )
+    except OSError:
+        return None
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             received = array.array("i")
             received.frombytes(payload[: len(payload) - (len(payload) % received.itemsize)])
             fds.extend(received)
-    if not data:
+    if not data or len(fds) not in expected:
         for fd in fds:
             os.close(fd)
-        return [], False
-    if data != b"leg" or len(fds) not in (3, 4):  # not what the host sends: drop it
-        for fd in fds:
-            os.close(fd)
-        return [], True
-    return fds, True
+        return None
+    return fds
 
 
 def _reap_and_clear_strays(legs: set[int]) -> None:
@@ -295,33 +272,32 @@ def _reap_and_clear_strays(legs: set[int]) -> None:
 # --- one leg ------------------------------------------------------------------------------------------
 
 
-def _spare(handoff: socket.socket) -> int:
-    """A forked leg watchdog: get ready, wait for a leg's descriptors (end-of-file: none will come), run it."""
+def _spare(sock: socket.socket) -> int:
+    """A forked leg watchdog: get ready, then wait on ``sock`` (whose other end the host holds) for a
+    leg's pipes, and run that leg. End-of-file first: no leg will come."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
     subreaper = _become_subreaper()
-    while True:
-        fds, more = _receive(handoff)
-        if not more:
-            return 0
-        if fds:
-            break
-    handoff.close()
-    return _leg(fds, subreaper)
+    fds = _receive_fds(sock, (2, 3))
+    if fds is None:
+        return 0
+    return _leg(sock, fds, subreaper)
 
 
-def _leg(fds: list[int], subreaper: bool) -> int:
-    """Run one leg's watchdog (module docstring), in a child of the shared watchdog."""
-    sock = socket.socket(fileno=fds[0])
-    stdout, stderr = fds[1], fds[2]
-    stdin = fds[3] if len(fds) == 4 else subprocess.DEVNULL
-    reader = sock.makefile("rb")
-    line = reader.readline()
+def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> int:
+    """Run one leg's watchdog (module docstring): ``fds`` are the target's stdout, stderr and, when
+    asked for, stdin."""
+    stdout, stderr = fds[0], fds[1]
+    stdin = fds[2] if len(fds) == 3 else subprocess.DEVNULL
+    line = _read_line(sock)
     if not line:
         return 0
     spec = json.loads(line)
     try:
+        # subprocess, not os.posix_spawn (which saves ~30% of this process's page faults): glibc's
+        # posix_spawn leaves its internal signals 32 and 33 ignored in the target, a difference from
+        # a plain subprocess.run that a target could notice.
         target = subprocess.Popen(
             spec["argv"],
             cwd=spec["cwd"],
@@ -339,7 +315,7 @@ def _leg(fds: list[int], subreaper: bool) -> int:
     except (ValueError, TypeError) as exc:
         _send(sock, {"spawnError": {"errno": None, "strerror": str(exc), "filename": None}})
         return 0
-    for fd in fds[1:]:
+    for fd in fds:
         os.close(fd)  # the pipes are the target's alone: its exit closes them for the host
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the leg watchdog
@@ -347,6 +323,17 @@ def _leg(fds: list[int], subreaper: bool) -> int:
     exit_code = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
     _send(sock, {"exit": exit_code})
     return 0
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    """One newline-terminated line (without the newline), or b"" at end-of-file before one."""
+    chunks = [b""]
+    while not chunks[-1].endswith(b"\n"):  # the host sends the line and then waits for the answer
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            return b""
+        chunks.append(chunk)
+    return b"".join(chunks)[:-1]
 
 
 def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> int:

@@ -2,9 +2,10 @@
 
 ``LegProcess.launch(argv, cwd, env, stdin=...)`` starts a target under a watchdog (``lifeline.py``, a
 stdlib-only script run with ``python -I -S``). One **shared watchdog** per host process is started
-lazily by the first leg and serves every later leg of that process (thread-safe; a forked host child
-starts its own). Per leg it hands over to a **leg watchdog**, a ``fork()`` of itself made ahead of
-need (the spare), which
+lazily by the first leg (thread-safe; a forked host child starts its own). It keeps one **spare leg
+watchdog** forked ahead of need and sends the host its end of the spare's socketpair; a leg takes the
+spare, asks for the next one, and hands the target's pipes and launch line straight to its leg
+watchdog, which
 
 * starts the target as the leader of a new session and process group, on pipes the host reads;
 * is a Linux **child subreaper**, so a grandchild that called ``setsid()`` (or double-forked) is still
@@ -21,18 +22,22 @@ and ~7 ms more to reap it at the end: ~32 ms per leg, 40x a bare ``subprocess.ru
 The per-leg guarantees need a per-leg process (without cgroups, a subreaper is the only way to
 attribute a ``setsid()`` orphan to its leg, and the lifeline must be held outside the host), but not a
 per-leg *interpreter*: a ``fork()`` of the already-started, single-threaded shared watchdog costs
-well under a millisecond, and forking the spare right after a hand-over takes even that off the
-next leg's path (measured against forking on demand, alternating: min 2.7 vs 3.8 ms, median 18 vs
-31 ms under load). The shared watchdog lives in the host's session, in a process group of its own
-(Ctrl-C at a terminal still reaches only the host): a session of its own would put every leg's
-hand-over through another scheduler autogroup (median 15.5 vs 10.0 ms under load). It never holds a
-leg's lifeline or pipes (it closes its copies right after the hand-over), so each lifeline closes
-exactly when the host's end does. Rejected: making the host a subreaper and spawning targets
-directly (orphans of every library's children would re-parent into the host, and nothing would be
-left to kill them after a SIGKILL of the host); one subreaper for all legs (it cannot tell whose
-orphan it was given); making each target its own subreaper (it changes what the target's ``wait()``
-sees, and needs a non-vfork ``preexec_fn`` per spawn anyway); a non-Python watchdog (nothing to build
-it with on a clean clone).
+well under a millisecond, and forking it ahead of need takes even that off the leg's path (measured
+against forking on demand, alternating: min 2.7 vs 3.8 ms, median 18 vs 31 ms under load). Handing
+the spare's socket to the host keeps the shared watchdog off each leg's path too: host and leg
+watchdog talk directly, as with a watchdog per leg. The shared watchdog lives in the host's session,
+in a process group of its own (Ctrl-C at a terminal still reaches only the host): a session of its
+own would put every leg's watchdog in another scheduler autogroup (median 15.5 vs 10.0 ms under
+load). It never holds a leg's lifeline or pipes (it closes its copy of each spare's socket once
+sent), so each lifeline closes exactly when the host's end does.
+
+Rejected: making the host a subreaper and spawning targets directly (orphans of every library's
+children would re-parent into the host, and nothing would be left to kill them after a SIGKILL of
+the host); one subreaper for all legs (it cannot tell whose orphan it was given); making each target
+its own subreaper (it changes what the target's ``wait()`` sees, and needs a non-vfork
+``preexec_fn`` per spawn anyway); ``os.posix_spawn`` in the leg watchdog (glibc leaves its internal
+signals 32 and 33 ignored in the target); a non-Python watchdog (nothing to build it with on a
+clean clone).
 
 The API, shared by every adapter that runs a local process (command line, MCP stdio servers):
 
@@ -52,16 +57,15 @@ Failure modes of the watchdogs themselves (only the host's own user can signal t
 * a **leg watchdog killed**: its orphans (the target, setsid grandchildren) are re-parented to the
   shared watchdog, a subreaper too, whose only legitimate children are leg watchdogs: it SIGKILLs
   them with their groups. The host reads end-of-file on the lifeline, SIGKILLs the target's group
-  from its side and reports exit −9, as the reference does. A killed *spare* is replaced when the
-  next leg comes;
+  from its side and reports exit −9, as the reference does. A killed *spare* costs the next leg
+  one retry with the one after it;
 * the **shared watchdog killed**: running legs are unaffected (each leg watchdog holds its own
-  lifeline); the next ``launch`` notices (``poll()``, or EPIPE on the control socket, or end-of-file
-  before any answer, then once more) and starts a new one. Only if a leg watchdog is killed *as well*
-  do its orphans escape to init;
+  lifeline); the next ``launch`` notices (``poll()``, or EPIPE or end-of-file on the control socket)
+  and starts a new one. Only if a leg watchdog is killed *as well* do its orphans escape to init;
 * the **host forks** (``os.fork``): in the child the parent's legs are forgotten (the child's exit
-  never kills them) and its copies of their lifelines and of the control socket are closed, so the
-  parent's death still ends them while the child lives on; the child's first leg starts its own
-  shared watchdog.
+  never kills them) and its copies of their lifelines, of the spares and of the control socket are
+  closed, so the parent's death still ends them while the child lives on; the child's first leg
+  starts its own shared watchdog.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -179,7 +184,8 @@ def kill_process_group(pgid: int) -> None:
 
 
 class _SharedWatchdog:
-    """The host's side of the shared watchdog: the process and the control socket (module docstring)."""
+    """The host's side of the shared watchdog: the process, the control socket, and the spare leg
+    watchdogs it sent (the host's ends of their sockets; each becomes one leg's lifeline)."""
 
     def __init__(self) -> None:
         host_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -202,16 +208,58 @@ class _SharedWatchdog:
             child_end.close()
         self.control = host_end
         self.owner = os.getpid()
+        self.spares: list[socket.socket] = []
+        self.coming = 1  # spares asked for (the first one unasked) and not yet received
 
     def alive(self) -> bool:
         return self.owner == os.getpid() and self.process.poll() is None
 
-    def send(self, fds: list[int]) -> None:
-        """Hand one leg's descriptors over (``OSError`` when the watchdog is gone)."""
-        self.control.sendmsg([b"leg"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    def take_spare(self) -> socket.socket:
+        """A spare leg watchdog's socket, asking for the next one so it is forked ahead of need;
+        ``OSError`` when the watchdog is gone or does not answer."""
+        self._collect(wait=False)
+        if not self.spares:
+            if not self.coming:
+                self._ask()
+            self._collect(wait=True)
+        spare = self.spares.pop(0)
+        if not self.spares and not self.coming:
+            with contextlib.suppress(OSError):  # gone: the next launch notices and starts a new one
+                self._ask()
+        return spare
+
+    def _ask(self) -> None:
+        self.control.send(b"more")
+        self.coming += 1
+
+    def _collect(self, *, wait: bool) -> None:
+        """Receive the spares sent so far (with ``wait``: at least one, within the start timeout)."""
+        self.control.settimeout(_START_TIMEOUT_S if wait else 0.0)
+        try:
+            while self.coming:
+                try:
+                    data, ancillary, _flags, _ = self.control.recvmsg(
+                        16, socket.CMSG_SPACE(array.array("i").itemsize), socket.MSG_CMSG_CLOEXEC)
+                except BlockingIOError:
+                    return
+                except TimeoutError:
+                    raise OSError(0, "the watchdog did not answer in time") from None
+                fds = [fd for level, kind, payload in ancillary if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS)
+                       for fd in array.array("i", payload[: len(payload) - len(payload) % 4])]
+                if not data:
+                    _close_fds(fds)
+                    raise OSError(errno.EPIPE, "the watchdog is gone")
+                self.coming -= 1
+                self.spares.extend(socket.socket(fileno=fd) for fd in fds)
+                self.control.settimeout(0.0)  # one arrived: take the rest only if already there
+        finally:
+            self.control.settimeout(None)
 
     def close(self) -> None:
-        """Close the control socket: the watchdog ends once its running legs have ended."""
+        """Close the control socket and the spares: the watchdog ends once its running legs have ended."""
+        for spare in self.spares:
+            spare.close()
+        self.spares.clear()
         self.control.close()
 
 
@@ -221,8 +269,9 @@ _WATCHDOG_LOCK = threading.Lock()
 _INHERITED: list[_SharedWatchdog] = []
 
 
-def _hand_over(fds: list[int]) -> None:
-    """Give one leg's descriptors to the shared watchdog, starting it (again) when there is none alive."""
+def _take_spare() -> socket.socket:
+    """A leg watchdog ready for one leg (its socket), from the shared watchdog, starting that (again)
+    when there is none alive."""
     global _WATCHDOG
     with _WATCHDOG_LOCK:
         for attempt in range(2):
@@ -232,15 +281,15 @@ def _hand_over(fds: list[int]) -> None:
                 _WATCHDOG = None
                 _WATCHDOG = _SharedWatchdog()
             try:
-                _WATCHDOG.send(fds)
-                return
-            except OSError:  # killed since the last leg (EPIPE, ECONNRESET): start a new one
+                return _WATCHDOG.take_spare()
+            except OSError:  # killed since the last leg (EPIPE, end-of-file): start a new one
                 if attempt:
                     raise
                 _WATCHDOG.close()
                 with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                     _WATCHDOG.process.wait(timeout=_START_TIMEOUT_S)
                 _WATCHDOG = None
+    raise AssertionError("unreachable")
 
 
 def watchdog_pid() -> int | None:
@@ -330,43 +379,37 @@ class LegProcess:
 
     @classmethod
     def _try_launch(cls, line: bytes, stdin: bool) -> LegProcess | None:
-        """One attempt; None when the watchdog went away without a word (nothing was started)."""
-        host_end, leg_end = socket.socketpair()
+        """One attempt; None when the leg watchdog went away without a word (nothing was started)."""
+        host_end = _take_spare()  # the leg's lifeline: a forked leg watchdog holds the other end
         ours: list[int] = []  # the host's ends of the pipes: stdout, stderr[, stdin]
-        theirs = [leg_end.fileno()]  # the leg watchdog's: lifeline, stdout, stderr[, stdin]
+        theirs: list[int] = []  # the target's
         try:
             for _ in range(3 if stdin else 2):
                 read_end, write_end = os.pipe()
                 ours.append(read_end)
                 theirs.append(write_end)
             if stdin:  # the third pipe runs the other way: the target reads, the host writes
-                ours[2], theirs[3] = theirs[3], ours[2]
-            _hand_over(theirs)
-        except BaseException:
-            host_end.close()
-            _close_fds(ours)
-            raise
-        finally:
-            leg_end.close()
-            _close_fds(theirs[1:])
-        try:
+                ours[2], theirs[2] = theirs[2], ours[2]
             host_end.settimeout(_START_TIMEOUT_S)
             try:
+                host_end.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", theirs))])
+                _close_fds(theirs)
+                theirs.clear()  # closed: never again (a number reused by another thread would suffer)
                 host_end.sendall(line)
             except TimeoutError:
                 raise OSError(0, "the watchdog did not read the launch request") from None
             except OSError:
-                answer: dict | None = None  # the watchdog is gone before it forked this leg
+                answer: dict | None = None  # that leg watchdog is gone (killed while it waited)
                 rest = b""
             else:
                 answer, rest = cls._first_answer(host_end)
         except BaseException:
             host_end.close()
-            _close_fds(ours)
+            _close_fds(ours + theirs)
             raise
         if answer is None or "pid" not in answer:
             host_end.close()
-            _close_fds(ours)
+            _close_fds(ours + theirs)
             if answer is None:
                 return None
             error = answer.get("spawnError") or {}

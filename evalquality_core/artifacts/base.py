@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from evalquality_core.canonical.json import check_value_domain
@@ -71,6 +79,7 @@ __all__ = [
     "RubricId",
     "SchemaVersionInt",
     "SignedSafeInt",
+    "StampedKeysModel",
     "Slug",
     "Timestamp",
     "UnitNumber",
@@ -92,6 +101,28 @@ class ArtifactModel(BaseModel):
         populate_by_name=True,
         strict=True,
     )
+
+
+class StampedKeysModel(ArtifactModel):
+    """A sub-object with keys only some stamps carry (``STAMPED_KEYS``, field names).
+
+    Such a key is held as ``None`` when absent and left off the wire again when it was neither read
+    nor set, so a document read at an older stamp goes back byte for byte (the artifact's own
+    validator says at which stamps each key is required or refused).
+    """
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave each stamped key off when it was not read or set."""
+        value = handler(self)
+        if isinstance(value, dict):
+            for field in self.STAMPED_KEYS:
+                if field not in self.model_fields_set:
+                    value.pop(to_camel(field), None)
+                    value.pop(field, None)
+        return value
 
 
 class LineageArtifact(ArtifactModel):

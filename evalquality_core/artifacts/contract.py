@@ -32,9 +32,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import (
     Discriminator,
     Field,
-    SerializerFunctionWrapHandler,
     Tag,
-    model_serializer,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -52,6 +50,7 @@ from evalquality_core.artifacts.base import (
     RubricId,
     SignedSafeInt,
     Slug,
+    StampedKeysModel,
     Timestamp,
     UnsignedDecimal,
     WaiverId,
@@ -417,17 +416,10 @@ class TransportRequestShape(ArtifactModel):
     body: KeyShape
 
 
-class _OperationModel(ArtifactModel):
+class _OperationModel(StampedKeysModel):
     """Base of the three operation forms: leaves ``stateResetPointers`` off when it was not read or set."""
 
-    @model_serializer(mode="wrap")
-    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """An operation read without ``stateResetPointers`` (every stamp before 8.0.0's) goes back without it."""
-        value = handler(self)
-        if isinstance(value, dict) and "state_reset_pointers" not in self.model_fields_set:
-            value.pop("stateResetPointers", None)
-            value.pop("state_reset_pointers", None)
-        return value
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("state_reset_pointers",)
 
 
 class ApiOperation(_OperationModel):
@@ -671,12 +663,14 @@ InputBinding = Annotated[
 ]
 
 
-class PlanStep(ArtifactModel):
+class PlanStep(StampedKeysModel):
     """One step of the interaction plan; ``after`` is the one-level temporal clause (AD-39).
 
     ``interface_id`` is on the wire from contract 6 (the pair identity); a step read at 4 or 5 has
     none and goes back to the wire without the key.
     """
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("interface_id",)
 
     step_id: Slug
     interface_id: Slug | None = None
@@ -685,14 +679,6 @@ class PlanStep(ArtifactModel):
     after: Slug | None
     cardinality: StepCardinality
 
-    @model_serializer(mode="wrap")
-    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave ``interfaceId`` off a step that was read or built without it (contracts 4, 5)."""
-        value = handler(self)
-        if isinstance(value, dict) and "interface_id" not in self.model_fields_set:
-            value.pop("interfaceId", None)
-            value.pop("interface_id", None)
-        return value
 
 
 # --- Scope, test data, budgets, reset ---------------------------------------------------------

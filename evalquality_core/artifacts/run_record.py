@@ -42,6 +42,7 @@ from evalquality_core.artifacts.base import (
     RubricId,
     SignedSafeInt,
     Slug,
+    StampedKeysModel,
     UnitNumber,
     UnsignedDecimal,
 )
@@ -95,8 +96,10 @@ class OracleDisposition(ArtifactModel):
     note: str | None
 
 
-class CallInputs(ArtifactModel):
+class CallInputs(StampedKeysModel):
     """The inputs a call actually sent, per channel (``None`` = channel not used)."""
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("body_encoding",)
 
     path: JsonObject | None
     query: JsonObject | None
@@ -111,22 +114,15 @@ class CallInputs(ArtifactModel):
     # Key present from record 8 only (``"raw"`` for a raw body, else ``None``).
     body_encoding: Literal["raw"] | None = None
 
-    @model_serializer(mode="wrap")
-    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave ``bodyEncoding`` off call inputs read or built without it (records 4 to 7)."""
-        value = handler(self)
-        if isinstance(value, dict) and "body_encoding" not in self.model_fields_set:
-            value.pop("bodyEncoding", None)
-            value.pop("body_encoding", None)
-        return value
 
-
-class Observation(ArtifactModel):
+class Observation(StampedKeysModel):
     """One observed call: inputs, response channels, streams, exit code and artifacts.
 
     ``interface_id`` is on the wire from record 7; an observation read at 4 to 6 has none (its
     operation is then found by ``operationId`` alone) and goes back to the wire without the key.
     """
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("interface_id",)
 
     observation_id: Slug
     sequence: Annotated[int, Field(gt=0, le=2**53 - 1)]
@@ -143,33 +139,17 @@ class Observation(ArtifactModel):
     exit_code: SignedSafeInt | None
     artifacts: dict[Slug, TaggedPayload]
 
-    @model_serializer(mode="wrap")
-    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave ``interfaceId`` off an observation read or built without it (records 4 to 6)."""
-        value = handler(self)
-        if isinstance(value, dict) and "interface_id" not in self.model_fields_set:
-            value.pop("interfaceId", None)
-            value.pop("interface_id", None)
-        return value
 
-
-class QuotedEvidence(ArtifactModel):
+class QuotedEvidence(StampedKeysModel):
     """A verbatim quote a defect finding rests on, and its channel."""
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("artifact_id",)
 
     quote: NonEmptyStr
     channel: EvidenceChannel
     # Key present from record 5 only; the record validator enforces presence by stamp. A quote keeps
     # the key set it was read or built with (an EvidenceArtifact copies quotes from any record).
     artifact_id: Slug | None = None
-
-    @model_serializer(mode="wrap")
-    def _keep_the_key_set(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Leave ``artifactId`` off when it was never given (a record-4 quote)."""
-        value = handler(self)
-        if isinstance(value, dict) and "artifact_id" not in self.model_fields_set:
-            value.pop("artifactId", None)
-            value.pop("artifact_id", None)
-        return value
 
 
 class _FindingFields(ArtifactModel):

@@ -70,10 +70,17 @@ class _Problem(Exception):
 
 
 def _folder(root: Path) -> str:
-    missing = [name for name in REQUIRED_MEMBERS if not (root / name).exists()]
+    # ``system-from`` (suite.toml) stages a sibling suite's system/ instead of one of its own.
+    try:
+        borrowed = (root / "suite.toml").is_file() and "system-from" in read_suite_settings(root)
+    except SuiteError:
+        borrowed = False  # the staging step names what is wrong with suite.toml
+    missing = [name for name in REQUIRED_MEMBERS if not (root / name).exists() and not (borrowed and name == "system")]
     if missing:
         raise _Problem(f"{root} lacks {', '.join(missing)}", "start from `eval-quality suite init DIR`, which writes every one")
-    return f"{root} holds {', '.join(REQUIRED_MEMBERS)}"
+    held = [f"system (from {read_suite_settings(root)['system-from']})" if borrowed and name == "system" else name
+            for name in REQUIRED_MEMBERS]
+    return f"{root} holds {', '.join(held)}"
 
 
 def _staging(root: Path) -> str:

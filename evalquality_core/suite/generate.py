@@ -58,6 +58,7 @@ from evalquality_core.suite.load import (
     public_reference,
     read_suite_json,
     read_suite_settings,
+    system_dir_of,
     tree_digest,
 )
 from evalquality_core.suite.staging import refuse_links
@@ -191,8 +192,8 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
-        refuse_links(suite.root / "system")  # the copy would follow a link; staging then could not see it
-        shutil.copytree(suite.root / "system", system)
+        refuse_links(system_dir_of(suite.root))  # the copy would follow a link; staging then could not see it
+        shutil.copytree(system_dir_of(suite.root), system)
         original_digest = tree_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
         target = scratch / mutation.target
@@ -306,11 +307,11 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     oracle = designated_oracle(suite.contract, probe)
     mutation = mutations.get(probe_id)
     settings = read_suite_settings(suite.root)
-    system_dir = suite.root / "system"
+    system_dir = system_dir_of(suite.root)  # its own, or a sibling's (system-from): named system/ either way
     implementation_digest = tree_digest(system_dir)
     commit_members = {
-        p.relative_to(suite.root).as_posix(): digest_bytes(p.read_bytes())
-        for base in (system_dir, suite.root / "fixtures")
+        f"{name}/{p.relative_to(base).as_posix()}": digest_bytes(p.read_bytes())
+        for name, base in (("system", system_dir), ("fixtures", suite.root / "fixtures"))
         for p in sorted(base.rglob("*"))
         if p.is_file()
     }

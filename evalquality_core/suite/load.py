@@ -62,9 +62,10 @@ MUTATION_OPTIONAL_KEYS: frozenset[str] = frozenset({"naiveCheck", "generated"})
 #: The keys of ``suite.toml``.
 SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
-#: flow), ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py)
-#: and ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py).
-SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "evaluator"})
+#: flow), ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py),
+#: ``system-from`` (a sibling suite whose ``system/`` this one stages instead of holding a copy; see
+#: :func:`system_dir_of`) and ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "system-from", "evaluator"})
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and
@@ -255,7 +256,38 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
             raise StagingError(f"{path}: fixtures.{fixture_set} = {place!r} leaves work/ (absolute, or a '..' segment)")
         if "/" in fixture_set or "\\" in fixture_set or fixture_set in ("", ".", ".."):
             raise StagingError(f"{path}: fixture set {fixture_set!r} must be the name of a folder under fixtures/")
+    origin = settings.get("system-from")
+    if origin is not None and (
+        not isinstance(origin, str) or "/" in origin or "\\" in origin or origin in ("", ".", "..")
+    ):
+        raise StagingError(f"{path}: system-from must be the name of a sibling suite folder (a plain name)")
     return settings
+
+
+def system_dir_of(suite: str | Path) -> Path:
+    """The folder staged as the suite's system under test: its own ``system/``, or, when ``suite.toml``
+    says ``system-from = "<sibling>"``, the ``system/`` of that sibling suite (the folder beside it), so
+    two contracts over one system (a deliberately weak one, say) share it instead of holding copies.
+
+    One level only, and never both: the suite must not hold a ``system/`` of its own, and the sibling
+    must hold one (not borrow it in turn). Each refusal is a ``StagingError`` naming ``suite.toml``.
+    Mutations still name ``system/<file>``: the staged workspace's ``system/`` is the same either way.
+    """
+    root = suite_dir(suite)
+    origin = read_suite_settings(root).get("system-from")
+    if origin is None:
+        return root / "system"
+    path = root / "suite.toml"
+    if (root / "system").exists():
+        raise StagingError(f"{path}: system-from = {origin!r} but the suite holds a system/ of its own; keep one")
+    sibling = root.parent / origin
+    if not is_suite(sibling):
+        raise StagingError(f"{path}: system-from = {origin!r}: {sibling} is not a suite (no {CONTRACT_FILE})")
+    if read_suite_settings(sibling).get("system-from") is not None:
+        raise StagingError(f"{path}: system-from = {origin!r} borrows its system too; name the suite that holds it")
+    if not (sibling / "system").is_dir():
+        raise StagingError(f"{path}: system-from = {origin!r}: {sibling / 'system'} is not a directory")
+    return sibling / "system"
 
 
 def stays_inside(relative: str) -> bool:
@@ -311,6 +343,15 @@ def suite_relative(path: Path, root: Path) -> str:
         return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
         raise SuiteError(f"{path}: lies outside the suite folder {root}, and stored references are relative to it") from None
+
+
+def referenced_file(root: Path, relative: str) -> Path:
+    """The file a stored '/'-separated reference relative to the suite folder ``root`` names. A reference
+    under ``system/`` names the suite's system source, which :func:`system_dir_of` finds (its own
+    ``system/``, or the ``system-from`` sibling's), so borrowed probes' ``targetArtifact`` still verify."""
+    if relative.startswith("system/"):
+        return system_dir_of(root) / relative.removeprefix("system/")
+    return Path(root) / relative
 
 
 def public_reference(path: Path, root: Path, data: bytes | None = None) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 A staged workspace is a directory with two children (harness.md A.7):
 
-* ``system/`` — a copy of the suite's ``system/``, with at most one mutation from ``mutations/``
-  applied to its target file. The system lives beside the working directory, never inside it, so
+* ``system/`` — a copy of the suite's ``system/`` (or of a sibling suite's, when ``suite.toml`` says
+  ``system-from``), with at most one mutation from ``mutations/`` applied to its target file. The system lives beside the working directory, never inside it, so
   a run cannot read its own source (the ``source-code`` forbidden input).
 * ``work/``   — the working directory of every command, staged from the suite's fixture sets as
   ``suite.toml`` places them. The suite's evaluation folder (contract, probes, mutations, evidence,
@@ -27,6 +27,7 @@ from evalquality_core.suite.load import (
     mutation_for_probe,
     read_suite_settings,
     suite_dir,
+    system_dir_of,
     tree_digest,
 )
 
@@ -101,10 +102,11 @@ def stage_workspace(
         raise StagingError(f"{destination}: a workspace must be staged into a new, empty directory")
     system_dir = destination / "system"
     work_dir = destination / "work"
-    if not (system_source or source / "system").is_dir():
-        raise StagingError(f"{system_source or source / 'system'}: the system to stage is not a directory")
-    refuse_links(system_source or source / "system")
-    shutil.copytree(system_source or source / "system", system_dir, symlinks=False)
+    system = system_source or system_dir_of(source)  # its own system/, or a sibling's (system-from)
+    if not system.is_dir():
+        raise StagingError(f"{system}: the system to stage is not a directory")
+    refuse_links(system)
+    shutil.copytree(system, system_dir, symlinks=False)
     if mutation is not None:
         target = destination / mutation.target
         if not target.is_file():

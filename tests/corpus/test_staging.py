@@ -4,6 +4,8 @@ and nothing of the evaluation folder inside."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,51 @@ def test_a_symlink_in_a_fixture_is_refused_not_followed(tmp_path: Path) -> None:
     with pytest.raises(StagingError, match="symlink"):
         stage_workspace(suite, tmp_path / "ws")
     assert not any(p.name == "peek.txt" for p in (tmp_path / "ws").rglob("*")) if (tmp_path / "ws").exists() else True
+
+
+def test_notes_weak_stages_the_notes_system_it_borrows_with_system_from(tmp_path: Path) -> None:
+    """``system-from = "notes"``: notes-weak holds no copy of the system; its workspaces, clean and mutated,
+    stage notes' system/ byte for byte (so its legs and trials key and behave exactly as with a copy)."""
+    assert not (SUITES / "notes-weak" / "system").exists()
+    clean = stage_workspace(SUITES / "notes-weak", tmp_path / "clean")
+    assert clean.system_digest == tree_digest(SUITES / "notes" / "system")
+    mutation = load_mutations(SUITES / "notes-weak")["P-001"]
+    mutated = stage_workspace(SUITES / "notes-weak", tmp_path / "mutated", mutation)
+    twin = stage_workspace(SUITES / "notes", tmp_path / "twin", load_mutations(SUITES / "notes")["P-001"])
+    assert mutated.system_digest == twin.system_digest != clean.system_digest
+
+
+def _borrower(tmp_path: Path, origin: str, *, own_system: bool = False) -> Path:
+    """A copy of notes-weak beside a copy of notes, borrowing ``origin``'s system."""
+    for name in ("notes", "notes-weak"):
+        shutil.copytree(SUITES / name, tmp_path / name, ignore=shutil.ignore_patterns("trials", "evidence"))
+    settings = tmp_path / "notes-weak" / "suite.toml"
+    settings.write_text(settings.read_text().replace('system-from = "notes"', f"system-from = {json.dumps(origin)}"))
+    if own_system:
+        shutil.copytree(SUITES / "notes" / "system", tmp_path / "notes-weak" / "system")
+    return tmp_path / "notes-weak"
+
+
+@pytest.mark.parametrize(
+    ("origin", "own_system", "says"),
+    [
+        ("../notes", False, "system-from must be the name of a sibling suite folder"),
+        ("nowhere", False, "is not a suite"),
+        ("notes", True, "holds a system/ of its own; keep one"),
+    ],
+)
+def test_a_bad_system_from_is_refused_naming_suite_toml(tmp_path: Path, origin: str, own_system: bool, says: str) -> None:
+    suite = _borrower(tmp_path, origin, own_system=own_system)
+    with pytest.raises(StagingError, match=re.escape(says)) as refused:
+        stage_workspace(suite, tmp_path / "ws")
+    assert str(suite / "suite.toml") in str(refused.value)
+
+
+def test_system_from_is_one_level_only(tmp_path: Path) -> None:
+    """A suite that borrows from a borrower is refused: name the suite that holds the system."""
+    suite = _borrower(tmp_path, "notes")
+    shutil.copytree(suite, tmp_path / "notes-weaker", ignore=shutil.ignore_patterns("system"))
+    settings = tmp_path / "notes-weaker" / "suite.toml"
+    settings.write_text(settings.read_text().replace('system-from = "notes"', 'system-from = "notes-weak"'))
+    with pytest.raises(StagingError, match="borrows its system too"):
+        stage_workspace(tmp_path / "notes-weaker", tmp_path / "ws")

@@ -140,13 +140,14 @@ def test_every_stored_reference_is_relative_to_the_suite_folder_and_verifies(sui
     """A suite can be moved or copied anywhere: every public reference its probes and trials store is a
     path relative to the suite folder, and the file there has the digest the reference declares."""
     from evalquality_core.canonical import digest_bytes
+    from evalquality_core.suite.load import referenced_file
 
     root = SUITES / suite
     stored = sorted((root / "probes").glob("*.json")) + sorted((root / "trials").rglob("sealed-run-record.json"))
     references = [(path, ref) for path in stored for ref in _public_references(read(path))]
     assert references, "the suite stores references"
     for path, ref in references:
-        target = root / str(ref["path"])
+        target = referenced_file(root, str(ref["path"]))  # system/ may be a sibling's (system-from)
         assert not str(ref["path"]).startswith(("/", "corpus/")) and ".." not in str(ref["path"]).split("/"), (path, ref)
         assert target.is_file(), (path, ref["path"])
         assert digest_bytes(target.read_bytes()) == ref["digest"], (path, ref["path"])
