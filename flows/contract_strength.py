@@ -382,6 +382,12 @@ def contract_strength(
     )
     only = suites
     suites, load_problems = load_suites(suites_root, only)
+    # Issue 18: the generated-mutants task group, for the suites that opt in (suite.toml [mutants]).
+    from flows.mutants import nightly_generated
+
+    generated, generated_problems = nightly_generated(suites, out, settings, legs_runner, mode)
+    for line in generated_problems:
+        log.warning(line)
     tag_flow_run(["eval-quality", "contract-strength", *(f"suite:{suite.name}" for suite in suites)])
     problems: dict[str, str] = {p.name: p.message for p in load_problems}
     if not suites and not problems:
@@ -422,7 +428,8 @@ def contract_strength(
     trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
 
     documents = {
-        suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems)
+        suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems,
+                                    generated.get(suite.name))
         for suite in suites
         if suite.name not in problems
     }
@@ -775,8 +782,10 @@ def _suite_document(
     scores: Mapping[tuple[str, str], ProbeScore],
     trial_counts: Mapping[tuple[str, str], int],
     probe_problems: Mapping[tuple[str, str], str],
+    generated: Any = None,
 ) -> SuiteStrength:
-    """Write the suite's brief, evidence and aggregate; return its contract-strength document (written too)."""
+    """Write the suite's brief, evidence and aggregate; return its contract-strength document (written too).
+    ``generated`` is the suite's "generated strength" line when it opts in to generated mutants."""
     folder = out / suite.name
     policy, corpus_digest = prepared.policy, prepared.corpus_digest
     brief_wire = to_wire(prepared.brief)
@@ -842,6 +851,7 @@ def _suite_document(
         strength=suite_vector(classes, own),
         unsatisfied_coverage_rules=sorted(unsatisfied),
         probes=probes,
+        generated_strength=generated,
     )
     write_suite_strength(document, folder / CONTRACT_STRENGTH_FILE)
     return document

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 import tempfile
 import time
@@ -43,6 +44,7 @@ from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.canonical import canonical_bytes
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.mutants.classify import RunOutcome
+from evalquality_core.mutants.derive import derive_probe
 from evalquality_core.mutants.generate import GeneratedMutant, Generation
 from evalquality_core.mutants.operators import UnknownOperator, parse_operator_names
 from evalquality_core.mutants.verdicts import (
@@ -66,6 +68,7 @@ from evalquality_core.suite.mutants import (
 from evalquality_core.suite.staging import stage_workspace
 from flows.lifecycle import (
     FlowArgumentParser,
+    api_watchdog,
     check_flow_inputs,
     check_leg_cache,
     one_line_errors,
@@ -79,6 +82,7 @@ from tasks.mutants import (
     close_plan_store,
     coverage_key,
     plan_key,
+    qualify_derived_task,
     record_coverage_task,
     remember_fault,
     remembered_fault,
@@ -132,6 +136,8 @@ class SuiteResult:
     summary: dict[str, Any] | None = None
     report: dict[str, Any] | None = None
     problem: str | None = None
+    #: Derived probes and their mutations (``--derive``): path under ``<out>/<suite>/derived/`` → bytes.
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -216,7 +222,9 @@ def _plan_answer(future: Any, costs: Costs) -> Any:
     return answer
 
 
-def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool) -> SuiteResult:
+def run_suite(
+    suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool, derive: bool = False
+) -> SuiteResult:
     """Classify and score one suite's generated mutants (module docstring)."""
     core = core_load.load_suite(suite.directory)
     with tags(f"suite:{suite.name}"):
@@ -244,6 +252,7 @@ def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any],
     members = system_members(suite.directory)
     work_digest = _work_digest(suite.directory)
     pending = []
+    selection = {"withCoverage": 0, "withoutCoverage": 0, "mutants": len(generation.kept), "distinctLegs": len(legs)}
     for mutant in generation.kept:
         mutation = as_mutation(mutant, suite.directory)
         staged = mutant_staged_digest(members, work_digest, mutant)
@@ -252,6 +261,8 @@ def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any],
         plan_reached = coverage is None or reaches(coverage.get("plan"), mutant.target, mutant.lines)
         costs.legs_with_coverage += len(reached)
         costs.legs_without_coverage += len(legs)
+        selection["withCoverage"] += len(reached) + (1 if plan_reached else 0)
+        selection["withoutCoverage"] += len(legs) + 1
         futures: dict[str, tuple[Any, LegJob]] = {}
         remembered: dict[str, RunOutcome] = {}
         for leg_id, request in reached:
@@ -281,6 +292,7 @@ def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any],
     clean.update(plan_outcomes(clean_plan.observations, None, steps))
     clean_resolutions = resolve_oracles(core.contract, clean_plan.observations)
     verdicts: list[MutantVerdict] = []
+    runs_of: dict[str, dict[str, RunOutcome]] = {}
     for mutant, futures, remembered, plan_future, covered in pending:
         mutated = dict(remembered)
         for leg_id, (future, job) in futures.items():
@@ -291,6 +303,7 @@ def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any],
             mutated.update(plan_outcomes(answer.observations, answer.fault, steps))
             if answer.observations is not None:
                 resolutions = resolve_oracles(core.contract, answer.observations)
+        runs_of[mutant.mutant_id] = mutated
         verdicts.append(decide(
             mutant, clean, mutated, coverage_known=coverage is not None, covered_by=covered,
             oracles=core.contract["oracles"], clean_resolutions=clean_resolutions, mutated_resolutions=resolutions,
@@ -300,7 +313,47 @@ def run_suite(suite: Suite, generation: Generation, settings: Mapping[str, Any],
 
     summary, report = suite_summary(suite.name, generation, verdicts, system_sources(suite.directory),
                                     version=package_version(), config=dict(generation.settings))
-    return SuiteResult(suite.name, summary, report)
+    summary["runSelection"] = selection  # legs + plan runs per mutant, with and without coverage selection
+    files: dict[str, bytes] = {}
+    if derive:
+        summary["derivedProbes"] = _derive(suite, core, verdicts, runs_of, clean, legs, files)
+    return SuiteResult(suite.name, summary, report, files=files)
+
+
+def _derive(
+    suite: Suite, core: core_load.Suite, verdicts: Sequence[MutantVerdict], runs_of: Mapping[str, Mapping[str, RunOutcome]],
+    clean: Mapping[str, RunOutcome],
+    legs: Sequence[tuple[str, Mapping[str, Any]]], files: dict[str, bytes],
+) -> list[dict[str, Any]]:
+    """Derive a probe for every Observable representative and qualify it (``qualify-derived`` tasks)."""
+    steps = {step["stepId"]: step for step, _ in requests_for_plan(core)}
+    clean_observed = {run: o.observation for run, o in clean.items() if o.observation is not None}
+    rows: list[dict[str, Any]] = []
+    submitted = []
+    for verdict in verdicts:
+        if verdict.representative != verdict.mutant.mutant_id:
+            continue
+        observed = {run: o.observation for run, o in runs_of[verdict.mutant.mutant_id].items() if o.observation is not None}
+        derived = derive_probe(core.contract, verdict.mutant, verdict.classification, verdict.kill.killed_by, observed,
+                               dict(legs), steps, core.baseline_steps, clean_observed)
+        if derived.probe is None or derived.mutation is None:
+            rows.append({"mutantId": derived.mutant_id, "probeId": None, "qualified": False, "reason": derived.reason})
+            continue
+        with tags(f"suite:{suite.name}"):
+            future = qualify_derived_task.submit(suite.name, derived.mutant_id, str(suite.directory),
+                                                 quote(derived.probe), quote(derived.mutation))
+        submitted.append((derived, future))
+    for derived, future in submitted:
+        assert derived.probe is not None and derived.mutation is not None
+        admitted, why, data = future.result()
+        probe_id = derived.probe["probeId"]
+        rows.append({"mutantId": derived.mutant_id, "probeId": probe_id, "qualified": admitted,
+                     "reason": f"{derived.reason}; {why}"})
+        if data is not None:
+            files[f"probes/{probe_id}.json"] = data
+            files[f"mutations/{derived.mutant_id}.json"] = (
+                json.dumps(derived.mutation, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    return rows
 
 
 @flow(name="mutants", flow_run_name="mutants {suites}", validate_parameters=False)
@@ -318,6 +371,7 @@ def mutants(
     coverage: bool = True,
     mode: str = "default",
     mutant_ids: list[str] | None = None,
+    derive: bool = False,
 ) -> State:
     """Classify and score the generated mutants of every suite (or the named ones); write the reports."""
     started = time.perf_counter()
@@ -343,12 +397,15 @@ def mutants(
             except (SuiteLoadError, *core_load.TOOL_PROBLEMS, ValueError) as problem:
                 results.append(SuiteResult(directory.name, problem=core_load.problem_line(problem)))
                 continue
-            result = run_suite(suite, generation, settings, costs, coverage)
+            result = run_suite(suite, generation, settings, costs, coverage, derive)
             results.append(result)
             if result.summary is not None:
                 out = Path(out_dir) / suite.name
                 write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
                 write_artifact(out / "mutation-report.json", result.report)
+                for relative, data in result.files.items():
+                    (out / "derived" / relative).parent.mkdir(parents=True, exist_ok=True)
+                    (out / "derived" / relative).write_bytes(data)
     except BaseException:
         abort_event(invocation).set()
         kill_all_live_groups()
@@ -401,7 +458,7 @@ def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) 
         suites=args.suite or None,
         operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
         sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
-        mutant_ids=args.mutant or None,
+        mutant_ids=args.mutant or None, derive=args.derive,
         return_state=True,
     )
     value = state.result(raise_on_failure=False)
@@ -421,6 +478,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, metavar="X", help="seed of --sample and --per-line (default 0)")
     parser.add_argument("--per-line", type=int, metavar="N", help="at most N mutants per source line")
     parser.add_argument("--mutant", action="append", metavar="ID", help="only this mutant id (repeatable)")
+    parser.add_argument("--derive", action="store_true",
+                        help="derive a probe from every Observable representative and qualify it (generator cycle)")
     parser.add_argument("--no-coverage", action="store_true", help="run every leg for every mutant (no coverage selection)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
     parser.add_argument("--force", action="store_true", help="ignore the caches: run each distinct leg and plan live once")
@@ -443,7 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
         check_leg_cache(PROG, settings)
-        run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
+        with api_watchdog(PROG):  # a Prefect server that stops mid-run ends it in one line (exit 69)
+            run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
     print(run.costs.line())
@@ -451,6 +511,40 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
+
+
+def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
+    """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
+    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed,
+    writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
+    (flows/strength_document.py) and one line per suite that could not be measured."""
+    from evalquality_core.suite.mutants import nightly_settings
+    from flows.strength_document import generated_strength_of
+
+    lines: dict[str, Any] = {}
+    problems: list[str] = []
+    for suite in suites:
+        try:
+            chosen = nightly_settings(suite.directory)
+        except core_load.TOOL_PROBLEMS as problem:
+            problems.append(f"{suite.name}: mutants: {core_load.problem_line(problem)}")
+            continue
+        if chosen is None:
+            continue
+        state = mutants.with_options(task_runner=runner)(
+            suites_dir=str(suite.directory.parent), out_dir=str(out / "mutants"), cache_dir=settings.leg_cache,
+            store_dir=str(settings.leg_cache_dir), workspaces_dir=str(settings.workspaces_dir), suites=[suite.name],
+            operators=chosen["operators"], sample=chosen["sample"], seed=chosen["seed"], per_line=chosen["per_line"],
+            mode="force" if mode == "force" else "default", return_state=True,
+        )
+        run = state.result(raise_on_failure=False)
+        result = None if not isinstance(run, MutantsRun) else next((r for r in run.suites if r.name == suite.name), None)
+        if result is None or result.summary is None:
+            problems.append(f"{suite.name}: mutants: {getattr(result, 'problem', None) or state.message}")
+            continue
+        lines[suite.name] = generated_strength_of(result.summary, chosen["seed"])
+    return lines, problems
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -113,6 +113,48 @@ class ProbeStrength(ArtifactModel):
     evidence_digest: Digest | None
 
 
+class SurvivedMutant(ArtifactModel):
+    """A generated mutant the contract's oracles let through: what changed, where, and why it survived."""
+
+    mutant_id: str
+    mutator_name: str
+    target: str
+    line: NonNegativeInt
+    find: str
+    replace: str
+    reason: str
+
+
+class GeneratedStrength(ArtifactModel):
+    """The "generated strength" line (issue 18): the oracle kill score over the suite's generated mutants
+    (flows/mutants.py), beside the hand-written vector. ``interval95`` is the Wilson interval; ``sampled``
+    says whether ``valid`` counts a sample of the ``population`` of valid mutants (seed ``seed``)."""
+
+    detected: NonNegativeInt
+    valid: NonNegativeInt
+    score: float | None
+    interval95: list[float] | None
+    sampled: bool
+    population: NonNegativeInt
+    seed: int
+    classes: dict[str, NonNegativeInt]
+    survived: list[SurvivedMutant]
+
+
+def generated_strength_of(summary: dict, seed: int) -> GeneratedStrength:  # type: ignore[type-arg]
+    """The document's generated-strength line from a mutants summary (flows/mutants.py)."""
+    score = summary["killScore"]
+    return GeneratedStrength(
+        detected=score["detected"], valid=score["valid"], score=score["score"], interval95=score["interval95"],
+        sampled=score["sampled"], population=score["population"], seed=seed, classes=dict(summary["classes"]),
+        survived=[
+            SurvivedMutant(mutant_id=m["mutantId"], mutator_name=m["mutatorName"], target=m["target"], line=m["line"],
+                           find=m["find"], replace=m["replace"], reason=m["reason"])
+            for m in summary["mutants"] if m["status"] == "Survived"
+        ],
+    )
+
+
 class SuiteStrength(ArtifactModel):
     """The ``contract-strength.json`` document of one suite.
 
@@ -141,6 +183,8 @@ class SuiteStrength(ArtifactModel):
     strength: StrengthVector
     unsatisfied_coverage_rules: list[str]
     probes: dict[str, ProbeStrength]
+    #: Only for a suite that opts in (``suite.toml`` ``[mutants] nightly = true``); absent otherwise.
+    generated_strength: GeneratedStrength | None = None
 
 
 def read_suite_strength(path: Path) -> SuiteStrength:
@@ -151,7 +195,10 @@ def read_suite_strength(path: Path) -> SuiteStrength:
 
 def write_suite_strength(document: SuiteStrength, path: Path) -> None:
     """Write the document as canonical JSON plus a newline (artifacts.md §1)."""
-    write_artifact(path, to_wire(document))
+    wire = to_wire(document)
+    if wire.get("generatedStrength") is None:
+        wire.pop("generatedStrength", None)  # a suite that does not opt in keeps its document's bytes
+    write_artifact(path, wire)
 
 
 def rate_of(caught: int, exercised: int) -> float | None:

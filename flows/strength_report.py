@@ -736,7 +736,27 @@ def _probe_section(name: str, doc: SuiteStrength, details: Mapping[str, ProbeDet
     head = "".join(f"<th>{h}</th>" for h in _PROBE_HEAD)
     rows = "".join(_probe_rows(name, doc, details))
     return (f'<div class="card"><h3>{html.escape(name)} &mdash; {html.escape(doc.contract_id)}</h3>'
-            f"<table class=\"probes\"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>")
+            f"<table class=\"probes\"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            f"{survived_section(doc)}</div>")
+
+
+def survived_section(doc: SuiteStrength) -> str:
+    """Issue 18: the suite's generated strength and every Survived generated mutant with its diff (the
+    defects the contract would let through); empty for a suite that does not opt in."""
+    line = doc.generated_strength
+    if line is None:
+        return ""
+    interval = "" if line.interval95 is None else f" [{line.interval95[0]:.2f}, {line.interval95[1]:.2f}]"
+    score = "n/a" if line.score is None else f"{line.score:.2f}{interval}"
+    kind = f"a sample of {line.valid} of {line.population} valid mutants, seed {line.seed}" if line.sampled else "every valid mutant"
+    parts = [f'<h4 id="survived-{html.escape(doc.suite)}">Generated mutants: kill score {line.detected}/{line.valid} = '
+             f"{html.escape(score)} ({html.escape(kind)}); {len(line.survived)} survived</h4>"]
+    for mutant in line.survived:
+        diff = mutation_diff({"target": mutant.target, "find": mutant.find, "replace": mutant.replace})
+        parts.append(f"<details><summary>{html.escape(mutant.mutant_id)} &middot; {html.escape(mutant.mutator_name)} "
+                     f"&middot; {html.escape(mutant.target)}:{mutant.line} &mdash; {html.escape(mutant.reason)}</summary>"
+                     f"{_diff_html(diff)}</details>")
+    return "".join(parts)
 
 
 def render_html(report: StrengthReport) -> str:

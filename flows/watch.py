@@ -443,6 +443,7 @@ class ReadableTable:
             indent = 2
         text = Text(f"{header}: ", style="dim") + cell
         for n, line in enumerate(text.wrap(console, max(10, width - indent - 2))):
+            line.rstrip()
             yield Text(" " * (indent if n == 0 else indent + 2)) + line
 
     def _line(self, cells: Sequence[Text], widths: dict[int, int]) -> Text:

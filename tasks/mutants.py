@@ -196,3 +196,13 @@ def record_coverage_task(
     partial.write_text(json.dumps({"key": key, "runs": runs}), encoding="utf-8")
     os.replace(partial, path)
     return runs, "recorded"
+
+
+@task(name="qualify-derived", task_run_name="{suite_name}/{mutant_id}/derive", cache_policy=NO_CACHE, persist_result=False)
+def qualify_derived_task(
+    suite_name: str, mutant_id: str, directory: str, probe: dict[str, Any], mutation: dict[str, Any]
+) -> tuple[bool, str, bytes | None]:
+    """Qualify one derived probe with the suite's generator cycle (evalquality_core/suite/mutants.py)."""
+    from evalquality_core.suite.mutants import qualify_derived
+
+    return qualify_derived(directory, probe, mutation)

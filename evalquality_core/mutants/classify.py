@@ -15,8 +15,10 @@ NoCoverage      line coverage of the clean system is known and no leg or plan st
 Timeout         some run of the mutant exceeded its wall-clock budget (``budget-exhausted``,
                 ``maxElapsedMs``): detected, as in mutation testing.
 Stillborn       every run of the mutant fails the same way at start-up: all faults with one code, or
-                all answers identical to each other (e.g. one traceback and exit 1 on every leg)
-                while the clean answers are not all identical. Not a valid mutant (RuntimeError).
+                all answers identical to each other AND a failure (a non-zero exit, a tool error, a
+                5xx) or silence (exit 0, nothing on stdout or stderr: the script never ran), while
+                the clean answers are not all so. Not a valid mutant (RuntimeError). Identical
+                successful answers (a command that always prints the same line) are Observable.
 Unobservable    every observation equals the clean one: equivalent for this contract.
 ArtifactOnly    only artifacts differ (qualification would refuse an artifact-channel signature).
 Observable      some response channel differs (or some run faulted where the clean one answered).
@@ -165,7 +167,21 @@ def _same_way(outcomes: Sequence[RunOutcome]) -> bool:
         channels = channels_of(outcome.observation)
         channels.pop("artifacts", None)
         answers.append(channels)
-    return all(answer == answers[0] for answer in answers[1:])
+    return all(answer == answers[0] for answer in answers[1:]) and _failed_or_silent(answers[0])
+
+
+def _silent(stream: Any) -> bool:
+    return not isinstance(stream, Mapping) or stream.get("kind") == "absent" or stream.get("value") in ("", None)
+
+
+def _failed_or_silent(answer: Mapping[str, Any]) -> bool:
+    """Whether one answer is a start-up failure: a non-zero exit, a tool error, a server error, or a
+    command that said nothing at all (its script never ran, as with a dead ``__main__`` guard)."""
+    if answer.get("exit-code") not in (None, 0) or answer.get("is-error") is True:
+        return True
+    if isinstance(answer.get("status"), int):
+        return bool(answer["status"] >= 500)
+    return "stdout" in answer and _silent(answer.get("stdout")) and _silent(answer.get("stderr"))
 
 
 def classify(

@@ -20,10 +20,11 @@ from evalquality_core.mutants.score import KillVerdict, kill_score, kill_verdict
 
 def plan_outcomes(observations: Sequence[Mapping[str, Any]] | None, fault: Mapping[str, str] | None,
                   step_ids: Sequence[str]) -> dict[str, RunOutcome]:
-    """A plan run as one run per step (``plan/<step>``), or one faulted run ``plan``."""
+    """A plan run as one run per step (``plan/<step>``); a plan that faulted faults every step (the run
+    stops at the fault, so no step of it answered as the clean plan did)."""
     if fault is not None or observations is None:
         fault = fault or {"code": "port-failure", "detail": "no observations"}
-        return {"plan": RunOutcome("plan", None, fault["code"], fault.get("detail"))}
+        return {f"plan/{step}": RunOutcome(f"plan/{step}", None, fault["code"], fault.get("detail")) for step in step_ids}
     return {f"plan/{step}": RunOutcome(f"plan/{step}", observation) for step, observation in zip(step_ids, observations, strict=True)}
 
 

@@ -64,8 +64,9 @@ SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: Optional keys of ``suite.toml``: ``[floors]`` (per-class strength floors, read by the contract-strength
 #: flow), ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py),
 #: ``system-from`` (a sibling suite whose ``system/`` this one stages instead of holding a copy; see
-#: :func:`system_dir_of`) and ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py).
-SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "system-from", "evaluator"})
+#: :func:`system_dir_of`), ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py)
+#: and ``[mutants]`` (the nightly opt-in of generated mutants; see suite/mutants.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "system-from", "evaluator", "mutants"})
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and

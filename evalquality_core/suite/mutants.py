@@ -21,7 +21,14 @@ from typing import Any
 from evalquality_core.canonical import digest_bytes, digest_composite, digest_directory
 from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, generate
 from evalquality_core.mutants.operators import OPERATOR_NAMES
-from evalquality_core.suite.load import Mutation, StagingError, read_suite_json, suite_dir, tree_digest
+from evalquality_core.suite.load import (
+    Mutation,
+    StagingError,
+    read_suite_json,
+    suite_dir,
+    system_dir_of,
+    tree_digest,
+)
 from evalquality_core.suite.staging import refuse_links
 
 #: Where generated mutants live in a suite folder.
@@ -31,14 +38,14 @@ MANIFEST = "generated.json"
 
 def system_sources(suite: str | Path) -> dict[str, str]:
     """Every Python source of the suite's ``system/`` as ``system/<relative path>`` → text."""
-    root = suite_dir(suite) / "system"
+    root = system_dir_of(suite)  # its own system/, or a sibling's (system-from)
     if not root.is_dir():
         raise StagingError(f"{root}: the suite has no system/ folder")
     refuse_links(root)
     sources = {}
     for path in sorted(root.rglob("*.py")):
         try:
-            sources[path.relative_to(root.parent).as_posix()] = path.read_text(encoding="utf-8")
+            sources["system/" + path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
             raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
     if not sources:
@@ -120,7 +127,7 @@ def load_generated(suite: str | Path) -> list[dict[str, Any]]:
 
 def system_members(suite: str | Path) -> dict[str, str]:
     """The clean system's members as :func:`tree_digest` digests them: relative path → raw-bytes digest."""
-    root = suite_dir(suite) / "system"
+    root = system_dir_of(suite)
     return {p.relative_to(root).as_posix(): digest_bytes(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
 
 
@@ -137,3 +144,80 @@ __all__ = [
     "MANIFEST", "MUTANTS_DIR", "as_mutation", "generate_for_suite", "load_generated", "mutant_staged_digest",
     "system_members", "system_sources", "tree_digest", "write_generation",
 ]
+
+
+def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str, Any]) -> tuple[bool, str, bytes | None]:
+    """Qualify a derived probe with the suite's generator cycle (clean → mutate → mutated → restore →
+    clean) in a disposable copy of the suite (its trials and evidence left out): ``(admitted, why,
+    the generated probe's bytes)``. A probe the cycle refuses, or the AD-9 gate refuses, says why."""
+    import shutil
+    import tempfile
+
+    from evalquality_core.suite.generate import GenerationError, Output, generate_probe
+    from evalquality_core.suite.load import (
+        TOOL_PROBLEMS,
+        adapter_for,
+        load_mutations,
+        load_suite,
+        problem_line,
+    )
+
+    source = suite_dir(suite)
+    scratch = Path(tempfile.mkdtemp(prefix="eq-derive-"))
+    try:
+        copy = scratch / source.name
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("trials", "evidence", MUTANTS_DIR))
+        if not (copy / "system").exists():  # system-from: the copy holds the sibling's system itself
+            shutil.copytree(system_dir_of(source), copy / "system")
+            settings = copy / "suite.toml"
+            settings.write_text("".join(line for line in settings.read_text(encoding="utf-8").splitlines(keepends=True)
+                                        if not line.lstrip().startswith("system-from")), encoding="utf-8")
+        mutation_path = copy / "mutations" / f"{mutation['generated']['mutantId']}.json"
+        mutation_path.parent.mkdir(exist_ok=True)
+        mutation_path.write_bytes(_pretty(mutation))
+        probe_path = copy / "probes" / f"{probe['probeId']}.json"
+        probe_path.write_bytes(_pretty(probe))
+        loaded = load_suite(copy, probes=False)
+        out = Output()
+        try:
+            generate_probe(loaded, probe_path, load_mutations(copy), adapter_for(loaded), out)
+        except (GenerationError, *TOOL_PROBLEMS) as problem:
+            return False, f"the generator cycle refuses it: {problem_line(problem)}", None
+        gate = next((note for note in out.notes if ": qualification " in note), "")
+        admitted = "admits it" in gate
+        return admitted, gate.split(": qualification ", 1)[-1] or "qualified", out.files.get(probe_path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+#: The keys of ``suite.toml``'s ``[mutants]`` table (the nightly opt-in): ``nightly`` (bool, required),
+#: ``sample`` (N valid mutants, default 50), ``seed`` (default 0), ``per-line`` and ``operators``.
+MUTANTS_SETTINGS_KEYS: frozenset[str] = frozenset({"nightly", "sample", "seed", "per-line", "operators"})
+#: The nightly's default sample: enough for an interval of about ±0.13 at a score near 0.5.
+NIGHTLY_SAMPLE = 50
+
+
+def nightly_settings(suite: str | Path) -> dict[str, Any] | None:
+    """The suite's ``[mutants]`` opt-in when ``nightly = true`` (else None), defaults filled; a malformed
+    table is a StagingError naming suite.toml."""
+    from evalquality_core.mutants.operators import UnknownOperator, parse_operator_names
+    from evalquality_core.suite.load import read_suite_settings
+
+    table = read_suite_settings(suite).get("mutants")
+    if table is None:
+        return None
+    where = suite_dir(suite) / "suite.toml"
+    if not isinstance(table, dict) or set(table) - MUTANTS_SETTINGS_KEYS or not isinstance(table.get("nightly"), bool):
+        raise StagingError(f"{where}: [mutants] takes nightly = true|false and optionally "
+                           f"sample, seed, per-line, operators")
+    if not table["nightly"]:
+        return None
+    for key in ("sample", "seed", "per-line"):
+        if key in table and (not isinstance(table[key], int) or isinstance(table[key], bool) or table[key] < (0 if key == "seed" else 1)):
+            raise StagingError(f"{where}: [mutants] {key} must be a {'non-negative' if key == 'seed' else 'positive'} integer")
+    try:
+        operators = parse_operator_names(list(table.get("operators", [])))
+    except (UnknownOperator, TypeError) as problem:
+        raise StagingError(f"{where}: [mutants] operators: {problem}") from None
+    return {"sample": table.get("sample", NIGHTLY_SAMPLE), "seed": table.get("seed", 0),
+            "per_line": table.get("per-line"), "operators": list(operators)}

@@ -86,7 +86,6 @@ def test_preflight_flow_runs_an_http_suite_live(conformance: Path, tmp_path: Pat
     assert outcomes[("input-sensitivity", "get-note")] == outcomes[("input-sensitivity", "patch-note")] == "satisfied"
     assert outcomes[("clean-control", None)] == outcomes[("state-reset", None)] == "satisfied"
     assert outcomes[("seeded-fault-fired", None)] == "failed"
-    before = set(_notes_servers())
     env = {**os.environ, "EVALQUALITY_HOME": str(home)}
     command = [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
                "--baseline", str(baseline), "--concurrency", "2"]
@@ -99,7 +98,8 @@ def test_preflight_flow_runs_an_http_suite_live(conformance: Path, tmp_path: Pat
     assert again.returncode == 0, again.stdout + again.stderr
     assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
     assert (out / "notes-api-worked" / "preflight-P-001.json").read_bytes() == reference
-    assert set(_notes_servers()) - before == set()  # no server outlived its leg
+    # Only this run's servers (working under its home): another xdist worker's live servers do not count.
+    assert _servers_under(home.resolve()) == {}  # no server outlived its leg
 
 
 def _servers_under(root: Path) -> dict[int, Path]:

@@ -14,23 +14,12 @@ from typing import Any
 import pytest
 
 from evalquality_core.probe.targets import cross_check_mcp_targets, parse_targets
+from tests.adapters.test_mcp_policy import CLI_TABLE
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SUITE = PROJECT_ROOT / "corpus" / "suites" / "notes-tools"
 REFERENCE = PROJECT_ROOT.parent / "shared" / "conformance" / "latest" / "corpus-dev" / "contracts" / "notes-tool-server.json"
 REGISTRY = (SUITE / "targets.toml").read_text(encoding="utf-8")
-CLI_TABLE = """
-[[target]]
-interface_id = "notes-cli"
-executable = "notes"
-target = "{python}"
-permitted_subcommand_paths = [["add"]]
-permitted_environment_keys = []
-cwd = "."
-artifacts = {}
-max_elapsed_ms = 20000
-max_output_bytes = 1048576
-"""
 
 
 def contract() -> dict[str, Any]:

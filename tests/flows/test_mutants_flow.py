@@ -112,9 +112,53 @@ def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Pa
     assert again.costs.legs_cached > 0 and again.costs.legs_remembered > 0 and again.costs.plans_cached > 0
     summary_again = json.loads((out / "notes" / "mutants-summary.json").read_text())
     assert {m["mutantId"]: (m["class"], m["status"]) for m in summary_again["mutants"]} == chosen
+    # A changed contract (an oracle's commentary) re-classifies from the caches: no leg or plan re-spawns.
+    contract_path = suites / "notes" / "contract.json"
+    contract = json.loads(contract_path.read_text())
+    contract["oracles"][0]["commentary"] += " (revised)"
+    contract_path.write_text(json.dumps(contract, indent=1))
+    changed = _run(suites, out, home, sorted(chosen))
+    assert (changed.costs.legs_spawned, changed.costs.plans_spawned) == (0, 0), changed.costs.line()
+    assert {m["mutantId"]: m["class"] for m in changed.suites[0].summary["mutants"]} == {k: v[0] for k, v in chosen.items()}
 
 
 def test_cli_refuses_bad_flags_in_one_line_before_any_run() -> None:
     for flags, what in ((["--operators", "nope"], "unknown operator(s) nope"), (["--sample", "0"], "--sample must be at least 1")):
         done = subprocess.run([sys.executable, "-m", "flows.mutants", *flags], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert done.returncode == 64 and what in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_an_observable_representative_yields_a_probe_the_generator_cycle_qualifies(tmp_path: Path) -> None:
+    """trace.py line 63 ``covered = sum(...)`` -> ``covered = None``: the coverage sum fails, the gate run
+    answers differently on its exit code; the derived probe must read as a Probe, carry an earned
+    ``rollbackVerified``, plant exactly the generated edit, and pass the AD-9 gate."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from evalquality_core.artifacts.base import read_artifact
+    from evalquality_core.artifacts.probe import Probe
+    from evalquality_core.score.qualification import qualify_probe
+    from evalquality_core.score.witness import resolve_home_operation
+    from flows.mutants import mutants
+
+    suites = tmp_path / "suites"
+    shutil.copytree(ROOT / "corpus" / "suites" / "trace", suites / "trace")
+    generation = generate_for_suite(suites / "trace")
+    chosen = [m for m in generation.kept if (m.operator, m.start[0]) == ("assignment", 63)]
+    assert len(chosen) == 1
+    home, out = tmp_path / "home", tmp_path / "out"
+    state = mutants.with_options(task_runner=ThreadPoolTaskRunner(max_workers=4))(
+        suites_dir=str(suites), out_dir=str(out), cache_dir=str(home / "leg-cache"), store_dir=str(home / "leg-cache"),
+        workspaces_dir=str(home / "workspaces"), mutant_ids=[chosen[0].mutant_id], derive=True, return_state=True,
+    )
+    assert state.is_completed(), state.message
+    summary = json.loads((out / "trace" / "mutants-summary.json").read_text())
+    [row] = summary["derivedProbes"]
+    assert row["qualified"] is True, row["reason"]
+    probe = json.loads((out / "trace" / "derived" / "probes" / f"{row['probeId']}.json").read_text())
+    read_artifact(Probe, probe, "Probe")
+    assert probe["qualification"]["rollbackVerified"] is True
+    mutation = json.loads((out / "trace" / "derived" / "mutations" / f"{chosen[0].mutant_id}.json").read_text())
+    assert (mutation["find"], mutation["replace"], mutation["probeId"]) == (chosen[0].find, chosen[0].replace, row["probeId"])
+    contract = json.loads((suites / "trace" / "contract.json").read_text())
+    gate = qualify_probe(probe, resolve_home_operation(contract, probe["defectSignature"]))
+    assert gate.qualified, [failure.code for failure in gate.failures]

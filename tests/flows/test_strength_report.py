@@ -335,3 +335,29 @@ def test_the_status_filter_hides_other_probes_in_chromium(conformance, tmp_path,
     amber, orange = (0xFE, 0xF3, 0xC7), (0xFF, 0xED, 0xD5)
     for colour in (amber, orange):
         assert 0 < painted["fail"].get(colour, 0) < painted["all"].get(colour, 0)
+
+
+def test_pass_is_painted_green_and_fail_red_in_chromium(conformance, tmp_path, chromium):
+    """The verdict colours mean something: a PASS badge green (#dcfce7), a FAIL badge red (#fee2e2), a
+    CONCERNS one amber (#fef3c7); none of them the neutral grey of an undeclared floor."""
+    data = tea_baseline(conformance)
+    probes = data["test-review"]["probes"]
+    probes["P-001"].update(verdict="PASS", exitCode=0)
+    probes["P-002"].update(verdict="FAIL", exitCode=2)
+    documents = {"test-review": document_from_baseline_entry("test-review", data["test-review"])}
+    text = render_html(StrengthReport("2026-11-30T02:00:00Z", documents, GateResult(0), RunCounts()))
+    assert '<tr class="probe s-PASS">' in text and '<tr class="probe s-FAIL">' in text
+    (tmp_path / "v.html").write_text(text)
+    _screenshot(chromium, tmp_path / "v.html", tmp_path / "v.png")
+    painted = {rgb: n for n, rgb in PIL.open(tmp_path / "v.png").convert("RGB").getcolors(maxcolors=1 << 20)}
+    for name, rgb in (("PASS green", (0xDC, 0xFC, 0xE7)), ("FAIL red", (0xFE, 0xE2, 0xE2)),
+                      ("CONCERNS amber", (0xFE, 0xF3, 0xC7))):
+        assert rgb in painted, f"{name} {rgb} not painted"
+    # Against the same contract without them, the badges add green and red (the gate banner of an
+    # unmoved run is green too, so the control compares amounts).
+    plain = {"test-review": tea_documents(conformance)["test-review"]}
+    (tmp_path / "p.html").write_text(render_html(StrengthReport("2026-11-30T02:00:00Z", plain, GateResult(0), RunCounts())))
+    _screenshot(chromium, tmp_path / "p.html", tmp_path / "p.png")
+    before = {rgb: n for n, rgb in PIL.open(tmp_path / "p.png").convert("RGB").getcolors(maxcolors=1 << 20)}
+    for rgb in ((0xDC, 0xFC, 0xE7), (0xFE, 0xE2, 0xE2)):
+        assert painted[rgb] > before.get(rgb, 0), rgb

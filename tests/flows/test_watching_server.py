@@ -10,6 +10,7 @@ its parent run under the subflow run's own name (not Prefect's ``preflight-0``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
@@ -182,6 +183,11 @@ def test_a_preflight_subflow_shows_under_its_own_run_name_in_the_parent(conforma
 
     with temporary_settings({PREFECT_API_URL: server}):
         parent_state = parent(return_state=True)
+        from prefect.logging.handlers import APILogHandler
+
+        for handler in logging.getLogger("prefect.flow_runs").handlers:
+            if isinstance(handler, APILogHandler):
+                handler.flush()  # send the queued run logs now, not to a server this test will have stopped
     parent_id = parent_state.state_details.flow_run_id
     with _client(server) as client:
         deadline = time.monotonic() + 60

@@ -122,3 +122,23 @@ def test_report_statuses_and_shape() -> None:
         MutationTestReport.model_validate({**report, "files": {"x": {**file, "mutants": [{**file["mutants"][0], "status": "Dead"}]}}})
     with pytest.raises(ValidationError):
         MutationTestReport.model_validate({**report, "thresholds": {"high": 101, "low": 0}})
+
+
+def test_a_derived_probe_is_refused_with_its_reason() -> None:
+    from evalquality_core.mutants.classify import Classification, Difference
+    from evalquality_core.mutants.derive import derive_probe
+    from evalquality_core.mutants.generate import generate
+
+    mutant = generate({"system/x.py": "x = 1\n"}).kept[0]
+    contract = {"permittedInterfaces": [], "behaviors": [{"id": "B-001", "oracles": ["O-1", "O-2"], "severity": "material"}]}
+    unobservable = derive_probe(contract, mutant, Classification("Unobservable", "-"), ["O-1"], {}, {}, {}, frozenset())
+    assert unobservable.probe is None and "only an Observable mutant" in unobservable.reason
+    observable = Classification("Observable", "-", (Difference("leg-a", "exit-code", ""),))
+    # O-1 kills it, but its behaviour lists two oracles: no designated oracle (AD-40).
+    shared = derive_probe(contract, mutant, observable, ["O-1"], {}, {}, {}, frozenset())
+    assert shared.probe is None and "designated oracle" in shared.reason
+    survived = derive_probe(contract, mutant, observable, [], {}, {}, {}, frozenset())
+    assert survived.probe is None
+    contract["behaviors"][0]["oracles"] = ["O-1"]
+    legs_only = derive_probe(contract, mutant, observable, ["O-1"], {}, {}, {}, frozenset())
+    assert legs_only.probe is None and "no evaluator-chosen plan step differs" in legs_only.reason

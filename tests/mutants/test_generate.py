@@ -195,3 +195,13 @@ def test_a_mutants_staged_digest_is_what_staging_it_yields(tmp_path: Path) -> No
         real = digest_composite({"system": staged.system_digest, "work": staged.work_digest})
         assert mutant_staged_digest(system_members(suite), clean.work_digest, mutant) == real
         assert real != digest_composite({"system": clean.system_digest, "work": clean.work_digest})
+
+
+def test_a_suite_that_borrows_its_system_generates_the_siblings_mutants() -> None:
+    """notes-weak stages notes' system (system-from): its mutants are notes' mutants, ids and all."""
+    from evalquality_core.suite.mutants import system_members
+
+    weak = generate(system_sources(SUITES / "notes-weak"), sample_size=5, seed=2)
+    strong = generate(system_sources(SUITES / "notes"), sample_size=5, seed=2)
+    assert [m.mutant_id for m in weak.kept] == [m.mutant_id for m in strong.kept]
+    assert system_members(SUITES / "notes-weak") == system_members(SUITES / "notes")
