@@ -31,7 +31,10 @@ def _task_runs(flow_run_name_prefix: str, at_least: int) -> dict[str, object]:
         while True:
             runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
             final = {run.name: run for run in runs if run.state is not None and run.state.is_final()}
-            if len(final) >= at_least or time.monotonic() > deadline:
+            # Count the leg runs only: compile/plan/reduce runs reach the server too, and counting them
+            # returned before the last leg's final state was recorded (events arrive asynchronously).
+            legs_final = sum(1 for name in final if name.startswith("notes-tools/"))
+            if legs_final >= at_least or time.monotonic() > deadline:
                 return final
             time.sleep(0.25)
 
