@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -49,3 +50,17 @@ def api_request(method: str, path_template: str, *, probe_id: str = "leg-1", ope
         "channels": {"path": path or {}, "query": {}, "header": {},
                      "body": {"kind": "absent"} if body is None else {"kind": "json", "value": body}},
     }
+
+
+def processes_working_in(workspace: Path) -> list[int]:
+    """Pids of live processes whose working directory is ``workspace`` or below it (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cwd = Path(os.readlink(entry / "cwd"))
+            except OSError:
+                continue
+            if cwd == workspace or workspace in cwd.parents:
+                found.append(int(entry.name))
+    return found

@@ -4,7 +4,6 @@ workspace, its three seeded defects seen on their own channels, and no server ou
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -16,20 +15,7 @@ from evalquality_core.adapters.command_line import live_process_groups
 from evalquality_core.adapters.http_service import ServiceAdapter, ServiceDeclaration, running_service
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.targets import parse_targets
-from tests.adapters.http_notes import SUITE, api_request, service_adapter, stage
-
-
-def _processes_inside(workspace: Path) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = Path(os.readlink(entry / "cwd"))
-            except OSError:
-                continue
-            if cwd == workspace or workspace in cwd.parents:
-                found.append(int(entry.name))
-    return found
+from tests.adapters.http_notes import SUITE, api_request, processes_working_in, service_adapter, stage
 
 
 def get(note: str, probe_id: str = "leg-1") -> dict[str, object]:
@@ -47,7 +33,7 @@ def test_state_lives_in_the_workspace_across_fresh_servers(tmp_path: Path) -> No
     assert written.status == 200 and written.body.value["note"]["updatedAt"] == "2026-07-29T10:05:00Z"
     read_back = adapter.probe(get("n-1"), workdir=workspace)
     assert read_back.body.value["note"]["title"] == "Revised"
-    assert _processes_inside(workspace.resolve()) == []
+    assert processes_working_in(workspace.resolve()) == []
 
 
 def test_the_silent_write_is_seen_only_by_a_read_back(tmp_path: Path) -> None:
@@ -81,7 +67,7 @@ def test_only_the_registered_interface_and_methods_reach_a_server(tmp_path: Path
     with pytest.raises(RuntimeFault) as unmapped:
         adapter.probe(other, workdir=workspace)
     assert unmapped.value.reason == "interface-not-authorized"
-    assert _processes_inside(workspace.resolve()) == []
+    assert processes_working_in(workspace.resolve()) == []
 
 
 def _declaration(*command: str, timeout_ms: int = 1500) -> ServiceDeclaration:
@@ -95,7 +81,7 @@ def test_a_service_that_never_gets_ready_is_port_failure_and_killed(tmp_path: Pa
     with pytest.raises(RuntimeFault) as raised, running_service(sleeper, workspace, {"python": sys.executable}):
         pass
     assert raised.value.code == "port-failure" and "within 1500 ms" in raised.value.detail
-    assert time.monotonic() - started < 5 and _processes_inside(workspace.resolve()) == []
+    assert time.monotonic() - started < 5 and processes_working_in(workspace.resolve()) == []
 
 
 def test_a_service_that_dies_at_start_says_why(tmp_path: Path) -> None:
@@ -117,9 +103,9 @@ def test_a_forking_service_is_killed_with_its_group(tmp_path: Path) -> None:
     with running_service(forker, workspace, {"python": sys.executable}) as port:
         assert port > 0
         time.sleep(0.2)
-        assert len(_processes_inside(workspace.resolve())) >= 2
+        assert len(processes_working_in(workspace.resolve())) >= 2
         assert live_process_groups()  # tracked, so a flow's interrupt handler would kill it too
-    assert _processes_inside(workspace.resolve()) == []
+    assert processes_working_in(workspace.resolve()) == []
 
 
 def test_abort_while_starting_kills_the_service(tmp_path: Path) -> None:
@@ -131,7 +117,7 @@ def test_abort_while_starting_kills_the_service(tmp_path: Path) -> None:
     with pytest.raises(RuntimeFault) as raised, running_service(sleeper, workspace, {"python": sys.executable}, abort):
         pass
     assert raised.value.code == "aborted" and time.monotonic() - started < 3
-    assert _processes_inside(workspace.resolve()) == []
+    assert processes_working_in(workspace.resolve()) == []
 
 
 def test_service_declaration_refusals() -> None:

@@ -27,7 +27,7 @@ from evalquality_core.pipeline import run_preflight
 from evalquality_core.probe.targets import parse_targets
 from flows.suites import load_suite
 from tasks.workspace import leg_workspace, reclaim_workspaces
-from tests.adapters.http_notes import api_request, service_adapter, stage
+from tests.adapters.http_notes import api_request, processes_working_in, service_adapter, stage
 from tests.adapters.test_command_line import is_dead
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ def test_a_contract_with_a_fixture_reset_runs_its_control_block_each_leg_on_a_fr
             with leg_workspace(tmp_path / "workspaces") as ws:
                 suite.stager(control, request.probe_id)(ws)  # type: ignore[attr-defined]
                 observation = ServiceAdapter(suite.targets, {"python": sys.executable}).probe(request, workdir=ws)
-                served.append((request.probe_id, ws, len(_processes_working_in(ws))))  # type: ignore[attr-defined]
+                served.append((request.probe_id, ws, len(processes_working_in(ws))))  # type: ignore[attr-defined]
                 return observation
 
     verdict = to_wire(run_preflight(contract, [control], "preflight-notes-api-reset", StagingPort()))
@@ -244,18 +244,6 @@ def test_a_contract_with_a_fixture_reset_runs_its_control_block_each_leg_on_a_fr
     assert outcomes == {"state-reset": "satisfied", "clean-control": "satisfied"} and verdict["passed"] is True
     assert list((tmp_path / "workspaces").iterdir()) == []
 
-
-def _processes_working_in(workspace: Path) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = Path(os.readlink(entry / "cwd"))
-            except OSError:
-                continue
-            if cwd == workspace or workspace in cwd.parents:
-                found.append(int(entry.name))
-    return found
 
 
 def test_a_service_command_that_cannot_start_is_a_one_line_port_failure(tmp_path: Path) -> None:
