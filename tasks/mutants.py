@@ -32,7 +32,7 @@ from prefect.cache_policies import NO_CACHE
 from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.canonical.json import canonical_bytes
 from evalquality_core.faults import EvalQualityFault
-from evalquality_core.suite.load import Mutation
+from evalquality_core.suite.load import Mutation, StagingError, read_suite_bytes
 from evalquality_core.suite.staging import stage_workspace
 from tasks.leg_cache import SqliteLegStore
 from tasks.preflight import tool_version
@@ -146,8 +146,10 @@ def remembered_fault(cache_dir: str, key: str) -> dict[str, str] | None:
     """The fault a mutant leg with this key raised in an earlier run, if it is remembered."""
     path = _fault_path(cache_dir, key)
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # The suite reader: a regular file under the input cap only, so a FIFO or a huge file planted
+        # in the cache neither hangs nor floods the run; anything it refuses is simply not remembered.
+        value = json.loads(read_suite_bytes(path))
+    except (StagingError, ValueError):
         return None
     if isinstance(value, dict) and value.get("key") == key and isinstance(value.get("code"), str):
         return {"code": value["code"], "detail": str(value.get("detail", ""))}
@@ -183,10 +185,10 @@ def record_coverage_task(
 
     path = Path(cache_dir) / "coverage" / f"{key}.json"
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_suite_bytes(path))  # regular file under the cap only (see remembered_fault)
         if value.get("key") == key and isinstance(value.get("runs"), dict):
             return value["runs"], "cache"
-    except (OSError, ValueError, AttributeError):
+    except (StagingError, ValueError, AttributeError):
         pass
     runs = record_coverage(suite, legs)
     if runs is None:
