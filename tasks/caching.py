@@ -68,8 +68,21 @@ def workspaces_dir() -> Path:
     return evalquality_home() / "workspaces"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
-    """A derived product (a frozen dataclass such as a plan) as plain JSON, models as their wire form."""
+    """A derived product (a frozen dataclass such as a plan) as plain JSON, models as their wire form.
+
+    Exact builtin types are tested first by ``type``: the ``Mapping`` and dataclass checks are slow
+    on every leaf, and a plan's leaves are thousands of strings (a reduce key digests its plan)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_jsonable(item) for item in value]
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):

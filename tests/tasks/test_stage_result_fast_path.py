@@ -80,3 +80,45 @@ def test_only_our_own_classes_are_rebuilt_on_the_fast_path_too() -> None:
         SERIALIZER._verify(blob)
     with pytest.raises(StageResultRejected):
         decode_result({"$model": "subprocess:Popen", "wire": {}})
+
+
+def _generic_jsonable(value: object) -> object:
+    """The wire form by the generic checks only (dataclass, Mapping, sequence, model), no type fast path."""
+    from collections.abc import Mapping
+    from dataclasses import fields, is_dataclass
+
+    from evalquality_core.evaluate.pointers import as_wire
+
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _generic_jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(key): _generic_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_generic_jsonable(item) for item in value]
+    return as_wire(value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_values)
+def test_the_key_walk_by_exact_type_equals_the_generic_walk(value: object) -> None:
+    from tasks.caching import _jsonable
+
+    plan = PreflightPlan("r", (), (), {"k": [value]}, {"k": ["a"]})
+    assert _jsonable(value) == _generic_jsonable(value)
+    assert _jsonable(plan) == _generic_jsonable(plan)
+
+
+def test_every_corpus_plan_walks_the_same_both_ways() -> None:
+    from pathlib import Path
+
+    from evalquality_core.preflight.plan import plan_preflight
+    from flows.suites import find_suites, load_suite
+    from tasks.caching import _jsonable
+    from tasks.contract import compile_task
+
+    suites = find_suites(Path(__file__).resolve().parents[2] / "corpus" / "suites")
+    assert len(suites) >= 5
+    for directory in suites:
+        suite = load_suite(directory)
+        plan = plan_preflight(compile_task.fn(suite.contract), [dict(p) for p in suite.probes], "r")
+        assert plan.legs and _jsonable(plan) == _generic_jsonable(plan)
