@@ -212,34 +212,45 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
     }
     baseline, planted_moves = _moved_baseline(tmp_path)
     # The single-process night, with its own (diskcache) leg cache: the reference. Wide columns, so no
-    # line of its console report is wrapped (the night prints plain lines).
+    # line of its console report is wrapped (the night prints plain lines). It runs while the pool is set
+    # up and the batched night runs (it shares neither their leg cache nor their flow's name), and is
+    # read at the end: the two nights waiting on their processes side by side, not one after the other.
     reference_env = {**prefect_server, "EVALQUALITY_HOME": str(tmp_path / "reference-home"), "COLUMNS": "1000"}
-    reference = _run([sys.executable, "-m", "flows.contract_strength", "--out", str(tmp_path / "reference"),
-                      "--baseline", str(baseline)], reference_env)
-    assert reference.returncode == 1, reference.stdout[-3000:] + reference.stderr[-2000:]
-    reference_summary = json.loads((tmp_path / "reference" / "preflight-summary.json").read_text())
+    reference_log = {name: open(tmp_path / f"reference.{name}", "w+", encoding="utf-8")  # noqa: SIM115
+                     for name in ("stdout", "stderr")}  # files, not pipes: nobody reads them while it runs
+    reference_run = subprocess.Popen(
+        [sys.executable, "-m", "flows.contract_strength", "--out", str(tmp_path / "reference"),
+         "--baseline", str(baseline)],
+        env=reference_env, cwd=PROJECT, stdout=reference_log["stdout"], stderr=reference_log["stderr"],
+        start_new_session=True,
+    )
     names = sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file())
     distinct = len(leg_keys(names))
-    assert reference_summary["legsSpawned"] == distinct > 0  # the independent plan agrees with the flow
 
     pool = "eval-pool"
-    created = _run(["prefect", "work-pool", "create", pool, "--type", "process"], shared, timeout=120)
-    assert created.returncode == 0, created.stdout + created.stderr
-    # A batch run silent for 60 s (two missed heartbeats) lost its machine.
-    deployed = _run([sys.executable, "-m", "deployments.batched_nightly", "deploy", "--pool", pool,
-                     "--silent-after", "60"], shared, 180)
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-    logs = [open(tmp_path / f"worker-{n}.log", "wb") for n in (1, 2)]  # noqa: SIM115
-    # One leg at a time in each batch, so a batch is caught with some (not all) of its legs answered.
-    worker_env = {**shared, "EVALQUALITY_CONCURRENCY": "1"}
-    workers = [
-        subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "1"],
-                         env=worker_env, cwd=PROJECT,
-                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        for log in logs
-    ]
+    workers: list[subprocess.Popen[bytes]] = []
+    logs = []
     night: subprocess.Popen[str] | None = None
     try:
+        created = _run(["prefect", "work-pool", "create", pool, "--type", "process"], shared, timeout=120)
+        assert created.returncode == 0, created.stdout + created.stderr
+        # A batch run silent for 45 s (a heartbeat is due every 30 s, Prefect's shortest period) lost its
+        # machine: the shortest window that still leaves a late heartbeat 15 s, so the wait after the
+        # machine is lost stays short (15-45 s) while a live but loaded batch is never taken for lost.
+        deployed = _run([sys.executable, "-m", "deployments.batched_nightly", "deploy", "--pool", pool,
+                         "--silent-after", "45"], shared, 180)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        logs = [open(tmp_path / f"worker-{n}.log", "wb") for n in (1, 2)]  # noqa: SIM115
+        # One leg at a time in each batch, so a batch is caught with some (not all) of its legs answered.
+        # Workers ask for new runs every second (Prefect's default is 10 s): a batch, and each retry of
+        # one, starts at once instead of up to 10 s later.
+        worker_env = {**shared, "EVALQUALITY_CONCURRENCY": "1", "PREFECT_WORKER_QUERY_SECONDS": "1"}
+        workers = [
+            subprocess.Popen([sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--limit", "1"],
+                             env=worker_env, cwd=PROJECT,
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            for log in logs
+        ]
         out = tmp_path / "night"
         night = subprocess.Popen(
             [sys.executable, "-m", "deployments.batched_nightly", "run", "--batches", "2", "--out", str(out),
@@ -296,6 +307,7 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
             time.sleep(0.05)
         assert lost_run is not None, f"no two batch runs were caught with some, not all, legs answered {seen[-60:]}"
         stdout, stderr = night.communicate(timeout=900)
+        reference_run.wait(timeout=900)
     finally:
         if night is not None and night.poll() is None:
             _stop(night)  # type: ignore[arg-type]
@@ -303,15 +315,23 @@ def test_two_batches_on_two_workers_equal_the_single_process_night_and_survive_a
             _stop(worker)
         for log in logs:
             log.close()
+        if reference_run.poll() is None:
+            _stop(reference_run)  # type: ignore[arg-type]
+        for file in reference_log.values():
+            file.close()
+    reference_out, reference_err = ((tmp_path / f"reference.{name}").read_text() for name in ("stdout", "stderr"))
 
-    assert night.returncode == reference.returncode, stdout + stderr[-3000:]
+    assert reference_run.returncode == 1, reference_out[-3000:] + reference_err[-2000:]
+    reference_summary = json.loads((tmp_path / "reference" / "preflight-summary.json").read_text())
+    assert reference_summary["legsSpawned"] == distinct > 0  # the independent plan agrees with the flow
+    assert night.returncode == reference_run.returncode, stdout + stderr[-3000:]
     # One report equal to the single-process one: every document byte for byte, the same gate lines.
     for suite in sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file()):
         merged = (out / suite / "contract-strength.json").read_bytes()
         assert merged == (tmp_path / "reference" / suite / "contract-strength.json").read_bytes(), suite
     # The gate's lines ("<suite> …: … moved A -> B"): the night's verdict, whatever tables each run printed.
     # Both runs gate on a baseline with two planted moves, so the comparison is never between two empty lists.
-    reference_gate = [line for line in reference.stdout.splitlines() if " moved " in line]
+    reference_gate = [line for line in reference_out.splitlines() if " moved " in line]
     night_gate = [line for line in stdout.splitlines() if " moved " in line]
     assert reference_gate == night_gate == planted_moves, (reference_gate, night_gate)
     summary = json.loads((out / "nightly-batches.json").read_text())

@@ -123,9 +123,13 @@ def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Pa
 
 
 def test_cli_refuses_bad_flags_in_one_line_before_any_run() -> None:
-    for flags, what in ((["--operators", "nope"], "unknown operator(s) nope"), (["--sample", "0"], "--sample must be at least 1")):
-        done = subprocess.run([sys.executable, "-m", "flows.mutants", *flags], cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 64 and what in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    cases = ((["--operators", "nope"], "unknown operator(s) nope"), (["--sample", "0"], "--sample must be at least 1"))
+    # Both refusals at once: each process spends its seconds importing, so they wait side by side.
+    runs = [(subprocess.Popen([sys.executable, "-m", "flows.mutants", *flags], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True), what) for flags, what in cases]
+    for run, what in runs:
+        _, stderr = run.communicate(timeout=120)
+        assert run.returncode == 64 and what in stderr and stderr.count("\n") == 1, stderr
 
 
 def test_an_observable_representative_yields_a_probe_the_generator_cycle_qualifies(tmp_path: Path) -> None:

@@ -31,9 +31,8 @@ PROBES = 2
 LEGS = 5 * PROBES  # per suite (see test_watching.py)
 
 
-@pytest.fixture
-def server():
-    """A Prefect server process on a free loopback port (the test's temp PREFECT_HOME), stopped after."""
+def _start_server():
+    """A Prefect server process on a free loopback port (the worker's temp PREFECT_HOME)."""
     from prefect.server.api.server import SubprocessASGIServer
 
     with socket.socket() as probe:  # a port of its own: without one it is the process's embedded singleton
@@ -41,10 +40,47 @@ def server():
         port = probe.getsockname()[1]
     process = SubprocessASGIServer(port=port)
     process.start(timeout=120)
+    return process
+
+
+class _Servers:
+    """The module's Prefect server, started once and shared (a start costs 10-30 s): ``url()`` starts one
+    if none runs; ``take()`` hands the running one to a test that will stop it itself (the next ``url()``
+    starts a fresh one), so every test in this module pays at most one start between them."""
+
+    def __init__(self) -> None:
+        self.process = None
+
+    def url(self) -> str:
+        if self.process is None:
+            self.process = _start_server()
+        return self.process.api_url
+
+    def take(self):
+        self.url()
+        process, self.process = self.process, None
+        return process
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """The module's shared server holder; whatever server it still holds is stopped after the module."""
+    holder = _Servers()
     try:
-        yield process.api_url
+        yield holder
     finally:
-        process.stop()
+        holder.stop()
+
+
+@pytest.fixture
+def server(servers: _Servers) -> str:
+    """The API URL of the module's running Prefect server."""
+    return servers.url()
 
 
 def _client(api_url: str):
@@ -125,7 +161,9 @@ def test_a_piped_cli_run_on_a_real_server(conformance, tmp_path, server):
         r"\d+ running, \d+ s", line) for line in progress), progress
     assert "\x1b[" not in done.stderr + done.stdout  # no terminal control codes in a piped log
 
-    task_runs = 2 * (1 + PROBES + LEGS + PROBES)
+    # compile, a plan per probe and the legs of each suite; a reduce per probe of "skill" only: every probe
+    # of "slow" faults in its legs, so it never reaches its reduce (waiting for those ran into the deadline).
+    task_runs = 2 * (1 + PROBES + LEGS) + PROBES
     flow_run, runs, logs, artifacts = _read_back(server, flow_run_id, task_runs, "legs run (")
     assert re.fullmatch(r"preflight 2 suites \d{4}-\d\d-\d\dT\d\d:\d\dZ", flow_run.name)
     assert {"eval-quality", "preflight", "suite:skill", "suite:slow"} <= set(flow_run.tags)
@@ -143,6 +181,7 @@ def test_a_piped_cli_run_on_a_real_server(conformance, tmp_path, server):
     skill_legs = {name: run for name, run in runs.items() if name.startswith("skill/")}
     assert {run.state.name for run in skill_legs.values()} == {"Completed", "Cached"}
     assert {"compile/skill", "compile/slow", "plan/slow/P-002", "reduce/skill/P-001"} <= set(runs)
+    assert len(runs) == task_runs and not any(name.startswith("reduce/slow/") for name in runs), sorted(runs)
 
     messages = [log.message for log in logs]
     warnings = [log.message for log in logs if log.level >= 30]
@@ -202,18 +241,13 @@ def test_a_preflight_subflow_shows_under_its_own_run_name_in_the_parent(conforma
     assert tracking[0].name == children[0].name
 
 
-def test_a_server_that_stops_mid_run_is_one_line_and_69(conformance, tmp_path):
+def test_a_server_that_stops_mid_run_is_one_line_and_69(conformance, tmp_path, servers):
     """The server goes away while legs run: the CLI kills its legs and exits 69 within seconds, with one
-    line naming PREFECT_API_URL and the fix (not minutes of retries and a multi-line error every event)."""
-    from prefect.server.api.server import SubprocessASGIServer
-
+    line naming PREFECT_API_URL and the fix (not minutes of retries and a multi-line error every event).
+    The module's server is taken over (this test stops it), so no second server is started for it."""
     suites = tmp_path / "suites"
     _, marker = build_skill_suite(conformance, suites, probes=PROBES, delay_s=20.0, max_elapsed_ms=60000)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = SubprocessASGIServer(port=port)
-    server.start(timeout=120)
+    server = servers.take()
     env = {**os.environ, "PREFECT_API_URL": server.api_url, "EVALQUALITY_HOME": str(tmp_path / "home"),
            "EVALQUALITY_PROGRESS_SECONDS": "0"}
     run = subprocess.Popen(
