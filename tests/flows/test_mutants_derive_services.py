@@ -15,7 +15,9 @@ The mutants are chosen by what they do to the systems, so the expectation follow
   key; the only mutated value is under a key the operation's descriptor does not declare, so the AD-9
   gate would refuse any signature on it (condition-pointer-unwritable) and the row says so.
 
-One run of the real command line (its own Prefect home and caches under tmp) serves every test here.
+One run of the real command line (its own Prefect home and caches under tmp) serves every test here;
+``--no-coverage`` because recording coverage runs every leg once more, which for three mutants costs
+more than it saves (derivation does not depend on it; tests/flows/test_mutants_flow.py covers it).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     flags = [f for i in ids.values() for f in ("--mutant", i)]
     done = subprocess.run(
         [sys.executable, "-m", "flows.mutants", "--suites", str(suites), "--suite", "notes-api", "--suite", "notes-tools",
-         "--derive", "--out", str(out), *flags],
+         "--derive", "--no-coverage", "--out", str(out), *flags],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
