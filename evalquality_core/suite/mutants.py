@@ -149,7 +149,9 @@ __all__ = [
 def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str, Any]) -> tuple[bool, str, bytes | None]:
     """Qualify a derived probe with the suite's generator cycle (clean → mutate → mutated → restore →
     clean) in a disposable copy of the suite (its trials and evidence left out): ``(admitted, why,
-    the generated probe's bytes)``. A probe the cycle refuses, or the AD-9 gate refuses, says why."""
+    the generated probe's bytes)``. A probe the cycle refuses, or the AD-9 gate refuses, says why.
+    The cycle runs through the suite's own adapter (``adapter_for``), so an api suite's service and an
+    mcp suite's tool server are started as real child processes for every arm, as for a command."""
     import shutil
     import tempfile
 
