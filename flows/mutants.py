@@ -74,6 +74,7 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
+from flows.mutant_trials import TrialSpend, trials_line
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.contract import compile_task
@@ -109,6 +110,8 @@ class Costs:
     legs_without_coverage: int = 0
     seconds: float = 0.0
     coverage: dict[str, str] = field(default_factory=dict)
+    #: Evaluator trials of the sampled mutants (``--trials-sample``; flows/mutant_trials.py).
+    trials: TrialSpend = field(default_factory=TrialSpend)
 
     def as_json(self) -> dict[str, Any]:
         """The costs as JSON (the summary's ``costs``)."""
@@ -117,6 +120,7 @@ class Costs:
             "legFaultsRemembered": self.legs_remembered, "plansSpawned": self.plans_spawned,
             "plansFromCache": self.plans_cached, "mutantLegsWithCoverage": self.legs_with_coverage,
             "mutantLegsWithoutCoverage": self.legs_without_coverage, "coverage": dict(self.coverage),
+            "trialsRun": self.trials.run, "trialsFromCache": self.trials.cached, "trialFaults": self.trials.faulted,
         }
 
     def line(self) -> str:
@@ -125,6 +129,7 @@ class Costs:
             f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache "
             f"({self.legs_collapsed} collapsed onto an identical leg of this run, {self.legs_remembered} remembered faults); "
             f"{self.plans_spawned} plans run and {self.plans_cached} answered from cache"
+            + (f"; {self.trials.line()}" if self.trials.run or self.trials.cached or self.trials.faulted else "")
         )
 
 
@@ -372,8 +377,11 @@ def mutants(
     mode: str = "default",
     mutant_ids: list[str] | None = None,
     derive: bool = False,
+    trials_sample: int | None = None,
 ) -> State:
-    """Classify and score the generated mutants of every suite (or the named ones); write the reports."""
+    """Classify and score the generated mutants of every suite (or the named ones); write the reports.
+    ``trials_sample`` N: then run live evaluator trials on N sampled Killed/Survived mutants per suite
+    (flows/mutant_trials.py)."""
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     reclaim_workspaces(Path(workspaces_dir))
@@ -399,6 +407,12 @@ def mutants(
                 continue
             result = run_suite(suite, generation, settings, costs, coverage, derive)
             results.append(result)
+            if result.summary is not None and trials_sample is not None:
+                from flows.mutant_trials import run_mutant_trials
+
+                result.summary["evaluatorTrials"] = run_mutant_trials(
+                    suite, Path(suites_dir), generation, result.summary, trials_sample, seed, Path(out_dir) / suite.name,
+                    costs.trials)
             if result.summary is not None:
                 out = Path(out_dir) / suite.name
                 write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
@@ -458,7 +472,7 @@ def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) 
         suites=args.suite or None,
         operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
         sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
-        mutant_ids=args.mutant or None, derive=args.derive,
+        mutant_ids=args.mutant or None, derive=args.derive, trials_sample=args.trials_sample,
         return_state=True,
     )
     value = state.result(raise_on_failure=False)
@@ -480,6 +494,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mutant", action="append", metavar="ID", help="only this mutant id (repeatable)")
     parser.add_argument("--derive", action="store_true",
                         help="derive a probe from every Observable representative and qualify it (generator cycle)")
+    parser.add_argument("--trials-sample", type=int, metavar="N",
+                        help="run the suite's evaluator (live trials, the policy's minimum each) on N Killed/Survived "
+                        "mutants per suite, sampled by --seed and stratified by the oracle verdict")
     parser.add_argument("--no-coverage", action="store_true", help="run every leg for every mutant (no coverage selection)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
     parser.add_argument("--force", action="store_true", help="ignore the caches: run each distinct leg and plan live once")
@@ -490,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print one line per suite and the cost line."""
     args = _parser().parse_args(argv)
     settings = start_flow_main(PROG, args.concurrency)
-    for name, value in (("--sample", args.sample), ("--per-line", args.per_line)):
+    for name, value in (("--sample", args.sample), ("--per-line", args.per_line), ("--trials-sample", args.trials_sample)):
         if value is not None and value < 1:
             print(f"{PROG}: usage: {name} must be at least 1", file=sys.stderr)
             return 64
@@ -506,6 +523,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
+        trials = trials_line(result.name, None if result.summary is None else result.summary.get("evaluatorTrials"))
+        if trials is not None:
+            print(trials)
     print(run.costs.line())
     return 2 if any(result.problem for result in run.suites) else 0
 
