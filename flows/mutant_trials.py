@@ -118,12 +118,15 @@ def run_mutant_trials(
             spend.cached += not fresh
             judgements.append(trial_judgement(index, answer.dispositions, answer.findings, answer.recommendation))
             folder = f"trials/{mutant_id}/trial-{index}"
-            arguments = (suite.name, mutant_id, index, answer, context.contract, context.brief_digest, context.command, folder)
+            # Sealed under the mutant's probe id (``P-1xxx``): a finding's probeId must name a probe.
+            probe_id = mutants[mutant_id].probe_id
+            arguments = (suite.name, probe_id, index, answer, context.contract, context.brief_digest, context.command, folder)
             seals.append((folder, seal_record.submit(*arguments) if fresh else Answered(seal_record.fn(*arguments))))
         for folder, sealed in seals:
             write_sealed_trial(out / folder, sealed.value if isinstance(sealed, Answered) else sealed.result())
         row = rows_by_id[mutant_id]
-        rows.append(reduce_mutant_trials(mutant_id, oracle_verdict, row["killedBy"], judgements, faults, threshold))
+        rows.append({**reduce_mutant_trials(mutant_id, oracle_verdict, row["killedBy"], judgements, faults, threshold),
+                     "probeId": mutants[mutant_id].probe_id})
     population = {name: len(ids) for name, ids in trial_candidates(summary["mutants"]).items()}
     return {
         "rows": rows,

@@ -410,9 +410,13 @@ def mutants(
             if result.summary is not None and trials_sample is not None:
                 from flows.mutant_trials import run_mutant_trials
 
-                result.summary["evaluatorTrials"] = run_mutant_trials(
-                    suite, Path(suites_dir), generation, result.summary, trials_sample, seed, Path(out_dir) / suite.name,
-                    costs.trials)
+                try:
+                    result.summary["evaluatorTrials"] = run_mutant_trials(
+                        suite, Path(suites_dir), generation, result.summary, trials_sample, seed,
+                        Path(out_dir) / suite.name, costs.trials)
+                except (EvalQualityFault, *core_load.TOOL_PROBLEMS, ValueError, OSError) as problem:
+                    results[-1] = SuiteResult(suite.name, problem=f"evaluator trials: {core_load.problem_line(problem)}")
+                    continue
             if result.summary is not None:
                 out = Path(out_dir) / suite.name
                 write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
@@ -535,8 +539,8 @@ __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
 
 def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
-    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed,
-    writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
+    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
+    (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
     (flows/strength_document.py) and one line per suite that could not be measured."""
     from evalquality_core.suite.mutants import nightly_settings
     from flows.strength_document import generated_strength_of
@@ -555,7 +559,7 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
             suites_dir=str(suite.directory.parent), out_dir=str(out / "mutants"), cache_dir=settings.leg_cache,
             store_dir=str(settings.leg_cache_dir), workspaces_dir=str(settings.workspaces_dir), suites=[suite.name],
             operators=chosen["operators"], sample=chosen["sample"], seed=chosen["seed"], per_line=chosen["per_line"],
-            mode="force" if mode == "force" else "default", return_state=True,
+            trials_sample=chosen["trials_sample"], mode="force" if mode == "force" else "default", return_state=True,
         )
         run = state.result(raise_on_failure=False)
         result = None if not isinstance(run, MutantsRun) else next((r for r in run.suites if r.name == suite.name), None)
