@@ -154,3 +154,50 @@ def test_the_trials_sample_flag_refuses_zero_in_one_line() -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 64 and "--trials-sample must be at least 1" in done.stderr, done.stderr
     assert done.stderr.count("\n") == 1
+
+
+FAILING_EVALUATOR = """
+import sys
+with open({marker!r}, "a") as marker:
+    marker.write("called\\n")
+sys.stderr.write("this evaluator gives up\\n")
+sys.exit(3)
+"""
+
+
+def test_a_failing_evaluator_invalidates_the_trials_and_nothing_is_cached(runs: dict[str, Any], tmp_path: Path) -> None:
+    """An evaluator that exits non-zero: every trial of the sampled mutant is an invalidated attempt (no
+    evaluator verdict, nothing exercised), the run still completes, and a re-run asks the evaluator again
+    (a fault is never cached). The classification is answered by the fixture's leg and plan caches."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.mutants import mutants
+
+    suites = tmp_path / "suites"
+    shutil.copytree(runs["out"].parent / "suites" / "notes", suites / "notes", ignore=shutil.ignore_patterns("trials"))
+    shutil.copy(runs["out"].parent / "scoring-policy.json", tmp_path / "scoring-policy.json")
+    marker, script = tmp_path / "calls.txt", tmp_path / "give_up.py"
+    script.write_text(FAILING_EVALUATOR.format(marker=str(marker)))
+    settings = suites / "notes" / "suite.toml"
+    settings.write_text(settings.read_text() + f'\n[evaluator]\nargv = ["{{python}}", "{script}"]\n')
+    home = runs["out"].parent / "home"
+    minimum = runs["policy"]["minimumTrialCount"]
+
+    def run() -> Any:
+        state = mutants.with_options(task_runner=ThreadPoolTaskRunner(max_workers=4))(
+            suites_dir=str(suites), out_dir=str(tmp_path / "out"), cache_dir=str(home / "leg-cache"),
+            store_dir=str(home / "leg-cache"), workspaces_dir=str(tmp_path / "workspaces"),
+            mutant_ids=[runs["ids"][KILLED]], trials_sample=1, return_state=True)
+        assert state.is_completed(), state.message
+        return state.result()
+
+    first = run()
+    row = first.suites[0].summary["evaluatorTrials"]["rows"][0]
+    assert (row["mutantId"], row["exercised"], row["evaluatorVerdict"], row["agrees"]) == (runs["ids"][KILLED], False, None, None)
+    assert [a["attempt"] for a in row["invalidatedAttempts"]] == list(range(1, minimum + 1))
+    assert all(a["reason"].startswith("exit") for a in row["invalidatedAttempts"]), row["invalidatedAttempts"]
+    assert (first.costs.trials.run, first.costs.trials.faulted) == (0, minimum)
+    assert (first.costs.legs_spawned, first.costs.plans_spawned) == (0, 0), first.costs.line()
+    assert not (tmp_path / "out" / "notes" / "trials").exists()  # nothing sealed for a trial that produced no judgement
+    again = run()
+    assert again.costs.trials.faulted == minimum and marker.read_text().count("called") == 2 * minimum
