@@ -17,6 +17,9 @@ Writes ``<out>/<suite>/mutation-report.json`` (the public mutation-testing-repor
 nothing: legs come from the leg cache, plans from the plan cache, a timed-out mutant leg's fault is
 remembered (tasks/mutants.py), coverage from its file. ``--force`` runs everything live once.
 
+``--trials-sample N`` then puts a seeded sample of N Killed/Survived mutants per suite through live evaluator
+trials (flows/mutant_trials.py): the ``evaluatorTrials`` block of the summary and a trials line on the console.
+
 Exit codes: 0 done; 2 a suite could not be run (one line naming it); 64 usage; 74 unusable cache.
 """
 
@@ -74,7 +77,7 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
-from flows.mutant_trials import TrialSpend, trials_line
+from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.contract import compile_task
@@ -408,8 +411,6 @@ def mutants(
             result = run_suite(suite, generation, settings, costs, coverage, derive)
             results.append(result)
             if result.summary is not None and trials_sample is not None:
-                from flows.mutant_trials import run_mutant_trials
-
                 try:
                     result.summary["evaluatorTrials"] = run_mutant_trials(
                         suite, Path(suites_dir), generation, result.summary, trials_sample, seed,
@@ -540,8 +541,8 @@ __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
 def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
     (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
-    (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
-    (flows/strength_document.py) and one line per suite that could not be measured."""
+    (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under
+    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (flows/strength_document.py) and one line per suite that could not be measured."""
     from evalquality_core.suite.mutants import nightly_settings
     from flows.strength_document import generated_strength_of
 
