@@ -767,7 +767,7 @@ def survived_section(doc: SuiteStrength) -> str:
     return "".join(parts)
 
 
-def _rate_text(caught: int, exercised: int, rate: float | None, interval: list[float] | None) -> str:
+def _detection_text(caught: int, exercised: int, rate: float | None, interval: list[float] | None) -> str:
     shown = "n/a" if rate is None else f"{rate:.2f}"
     bounds = "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
     return f"{caught}/{exercised} = {shown}{bounds}"
@@ -778,13 +778,13 @@ def evaluator_trials_block(trials: GeneratedTrialStrength) -> str:
     (Wilson intervals), then one row per sampled mutant, its oracle verdict beside the evaluator's."""
     detection, agreement = trials.detection, trials.agreement
     sampled = ", ".join(f"{n} {name}" for name, n in trials.sampled.items())
-    strata = "; ".join(f"on {name} mutants {_rate_text(e.caught, e.exercised, e.rate, e.interval95)}"
+    strata = "; ".join(f"on {name} mutants {_detection_text(e.caught, e.exercised, e.rate, e.interval95)}"
                        for name, e in trials.by_oracle_verdict.items())
     head = (f"<p>Evaluator trials on {len(trials.mutants)} sampled mutants ({html.escape(sampled)}; seed {trials.seed}, "
             f"{trials.trials_per_mutant} trials each): detection "
-            f"{_rate_text(detection.caught, detection.exercised, detection.rate, detection.interval95)} "
+            f"{_detection_text(detection.caught, detection.exercised, detection.rate, detection.interval95)} "
             f"({html.escape(strata)}); agreement with the oracles "
-            f"{_rate_text(agreement.agree, agreement.compared, agreement.rate, agreement.interval95)}</p>")
+            f"{_detection_text(agreement.agree, agreement.compared, agreement.rate, agreement.interval95)}</p>")
     rows = "".join(
         f"<tr><td>{html.escape(m.mutant_id)}</td><td>{html.escape(m.oracle_verdict)}</td>"
         f"<td>{html.escape(m.evaluator_verdict or 'not exercised')}</td><td>{m.caught_count}/{m.valid_count}</td>"
