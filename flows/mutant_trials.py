@@ -14,7 +14,8 @@ the live strength run's trial path (flows/contract_strength.py ``--trials live``
   re-run spawns nothing (0 trials run);
 * each answer sealed by ``seal-record`` (a fresh answer as a task run, a cached one in-process, as the live
   strength run does) and written under ``<out>/<suite>/trials/<mutant id>/trial-<n>/`` (run record,
-  isolation manifest, evaluator configuration, actions).
+  isolation manifest, evaluator configuration, actions); an earlier run's folder of a mutant no longer
+  sampled is removed.
 
 Each sampled mutant's evaluator outcome is reduced beside its oracle verdict, and the rows add up to the
 ``evaluatorTrials`` block of ``mutants-summary.json`` (its ``strength`` the vector; the contract-strength
@@ -127,11 +128,24 @@ def run_mutant_trials(
         row = rows_by_id[mutant_id]
         rows.append({**reduce_mutant_trials(mutant_id, oracle_verdict, row["killedBy"], judgements, faults, threshold),
                      "probeId": mutants[mutant_id].probe_id})
+    _remove_stale(out / "trials", {mutant_id for mutant_id, _ in chosen})
     population = {name: len(ids) for name, ids in trial_candidates(summary["mutants"]).items()}
     return {
         "rows": rows,
         "strength": trial_strength(rows, population, size=size, seed=seed, trials_per_mutant=context.minimum),
     }
+
+
+def _remove_stale(folder: Path, kept: set[str]) -> None:
+    """Remove an earlier run's trial folders of generated mutants this sample no longer holds (``m-<hex>``
+    only), so the folder never shows evidence the summary does not list."""
+    import shutil
+
+    if not folder.is_dir():
+        return
+    for child in folder.iterdir():
+        if child.name.startswith("m-") and child.name not in kept and child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
 
 
 def trials_line(name: str, block: Mapping[str, Any] | None) -> str | None:

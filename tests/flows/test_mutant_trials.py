@@ -191,6 +191,9 @@ def test_a_failing_evaluator_invalidates_the_trials_and_nothing_is_cached(runs: 
         assert state.is_completed(), state.message
         return state.result()
 
+    stale = tmp_path / "out" / "notes" / "trials"
+    (stale / "m-000000000000" / "trial-1").mkdir(parents=True)  # an earlier run's mutant, no longer sampled
+    (stale / "P-001").mkdir()  # not a generated mutant's folder: left alone
     first = run()
     row = first.suites[0].summary["evaluatorTrials"]["rows"][0]
     assert (row["mutantId"], row["exercised"], row["evaluatorVerdict"], row["agrees"]) == (runs["ids"][KILLED], False, None, None)
@@ -198,6 +201,7 @@ def test_a_failing_evaluator_invalidates_the_trials_and_nothing_is_cached(runs: 
     assert all(a["reason"].startswith("exit") for a in row["invalidatedAttempts"]), row["invalidatedAttempts"]
     assert (first.costs.trials.run, first.costs.trials.faulted) == (0, minimum)
     assert (first.costs.legs_spawned, first.costs.plans_spawned) == (0, 0), first.costs.line()
-    assert not (tmp_path / "out" / "notes" / "trials").exists()  # nothing sealed for a trial that produced no judgement
+    # Nothing sealed for a trial that produced no judgement; the stale mutant folder is gone.
+    assert sorted(p.name for p in stale.iterdir()) == ["P-001"]
     again = run()
     assert again.costs.trials.faulted == minimum and marker.read_text().count("called") == 2 * minimum
