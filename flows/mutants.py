@@ -17,6 +17,9 @@ Writes ``<out>/<suite>/mutation-report.json`` (the public mutation-testing-repor
 nothing: legs come from the leg cache, plans from the plan cache, a timed-out mutant leg's fault is
 remembered (tasks/mutants.py), coverage from its file. ``--force`` runs everything live once.
 
+``--trials-sample N`` then puts a seeded sample of N Killed/Survived mutants per suite through live evaluator
+trials (flows/mutant_trials.py): the ``evaluatorTrials`` block of the summary and a trials line on the console.
+
 Exit codes: 0 done; 2 a suite could not be run (one line naming it); 64 usage; 74 unusable cache.
 """
 
@@ -74,6 +77,7 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
+from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.contract import compile_task
@@ -109,6 +113,8 @@ class Costs:
     legs_without_coverage: int = 0
     seconds: float = 0.0
     coverage: dict[str, str] = field(default_factory=dict)
+    #: Evaluator trials of the sampled mutants (``--trials-sample``; flows/mutant_trials.py).
+    trials: TrialSpend = field(default_factory=TrialSpend)
 
     def as_json(self) -> dict[str, Any]:
         """The costs as JSON (the summary's ``costs``)."""
@@ -117,6 +123,7 @@ class Costs:
             "legFaultsRemembered": self.legs_remembered, "plansSpawned": self.plans_spawned,
             "plansFromCache": self.plans_cached, "mutantLegsWithCoverage": self.legs_with_coverage,
             "mutantLegsWithoutCoverage": self.legs_without_coverage, "coverage": dict(self.coverage),
+            "trialsRun": self.trials.run, "trialsFromCache": self.trials.cached, "trialFaults": self.trials.faulted,
         }
 
     def line(self) -> str:
@@ -125,6 +132,7 @@ class Costs:
             f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache "
             f"({self.legs_collapsed} collapsed onto an identical leg of this run, {self.legs_remembered} remembered faults); "
             f"{self.plans_spawned} plans run and {self.plans_cached} answered from cache"
+            + (f"; {self.trials.line()}" if self.trials.run or self.trials.cached or self.trials.faulted else "")
         )
 
 
@@ -372,8 +380,11 @@ def mutants(
     mode: str = "default",
     mutant_ids: list[str] | None = None,
     derive: bool = False,
+    trials_sample: int | None = None,
 ) -> State:
-    """Classify and score the generated mutants of every suite (or the named ones); write the reports."""
+    """Classify and score the generated mutants of every suite (or the named ones); write the reports.
+    ``trials_sample`` N: then run live evaluator trials on N sampled Killed/Survived mutants per suite
+    (flows/mutant_trials.py)."""
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     reclaim_workspaces(Path(workspaces_dir))
@@ -399,6 +410,14 @@ def mutants(
                 continue
             result = run_suite(suite, generation, settings, costs, coverage, derive)
             results.append(result)
+            if result.summary is not None and trials_sample is not None:
+                try:
+                    result.summary["evaluatorTrials"] = run_mutant_trials(
+                        suite, Path(suites_dir), generation, result.summary, trials_sample, seed,
+                        Path(out_dir) / suite.name, costs.trials)
+                except (EvalQualityFault, *core_load.TOOL_PROBLEMS, ValueError, OSError) as problem:
+                    results[-1] = SuiteResult(suite.name, problem=f"evaluator trials: {core_load.problem_line(problem)}")
+                    continue
             if result.summary is not None:
                 out = Path(out_dir) / suite.name
                 write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
@@ -458,7 +477,7 @@ def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) 
         suites=args.suite or None,
         operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
         sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
-        mutant_ids=args.mutant or None, derive=args.derive,
+        mutant_ids=args.mutant or None, derive=args.derive, trials_sample=args.trials_sample,
         return_state=True,
     )
     value = state.result(raise_on_failure=False)
@@ -480,6 +499,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mutant", action="append", metavar="ID", help="only this mutant id (repeatable)")
     parser.add_argument("--derive", action="store_true",
                         help="derive a probe from every Observable representative and qualify it (generator cycle)")
+    parser.add_argument("--trials-sample", type=int, metavar="N",
+                        help="run the suite's evaluator (live trials, the policy's minimum each) on N Killed/Survived "
+                        "mutants per suite, sampled by --seed and stratified by the oracle verdict")
     parser.add_argument("--no-coverage", action="store_true", help="run every leg for every mutant (no coverage selection)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
     parser.add_argument("--force", action="store_true", help="ignore the caches: run each distinct leg and plan live once")
@@ -490,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print one line per suite and the cost line."""
     args = _parser().parse_args(argv)
     settings = start_flow_main(PROG, args.concurrency)
-    for name, value in (("--sample", args.sample), ("--per-line", args.per_line)):
+    for name, value in (("--sample", args.sample), ("--per-line", args.per_line), ("--trials-sample", args.trials_sample)):
         if value is not None and value < 1:
             print(f"{PROG}: usage: {name} must be at least 1", file=sys.stderr)
             return 64
@@ -506,6 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
+        trials = trials_line(result.name, None if result.summary is None else result.summary.get("evaluatorTrials"))
+        if trials is not None:
+            print(trials)
     print(run.costs.line())
     return 2 if any(result.problem for result in run.suites) else 0
 
@@ -515,9 +540,9 @@ __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
 
 def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
-    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed,
-    writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
-    (flows/strength_document.py) and one line per suite that could not be measured."""
+    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
+    (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under
+    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (flows/strength_document.py) and one line per suite that could not be measured."""
     from evalquality_core.suite.mutants import nightly_settings
     from flows.strength_document import generated_strength_of
 
@@ -535,7 +560,7 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
             suites_dir=str(suite.directory.parent), out_dir=str(out / "mutants"), cache_dir=settings.leg_cache,
             store_dir=str(settings.leg_cache_dir), workspaces_dir=str(settings.workspaces_dir), suites=[suite.name],
             operators=chosen["operators"], sample=chosen["sample"], seed=chosen["seed"], per_line=chosen["per_line"],
-            mode="force" if mode == "force" else "default", return_state=True,
+            trials_sample=chosen["trials_sample"], mode="force" if mode == "force" else "default", return_state=True,
         )
         run = state.result(raise_on_failure=False)
         result = None if not isinstance(run, MutantsRun) else next((r for r in run.suites if r.name == suite.name), None)
