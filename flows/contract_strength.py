@@ -160,8 +160,8 @@ class StrengthRun:
         if self.trials_mode == "live":
             spend = self.trial_counts
             lines.append(
-                f"{spend.get('trialsRun', 0)} trial(s) run and {spend.get('trialsCached', 0)} answered from cache, "
-                f"{spend.get('trialFaults', 0)} fault(s), {spend.get('evaluatorSeconds', '0.000')}s in the evaluator"
+                f"{spend.get('trialsRun', 0)} trials run and {spend.get('trialsCached', 0)} answered from cache, "
+                f"{spend.get('trialFaults', 0)} faults, {spend.get('evaluatorSeconds', '0.000')} s in the evaluator"
             )
         return [*lines, *self.gate.lines(), f"report: {self.report}"]
 

@@ -70,12 +70,12 @@ class RunCounts:
     total_seconds: float = 0.0
 
     def sentence(self) -> str:
-        """The one-line cost summary ("N leg(s) run and M answered from cache ...", harness.md A.6)."""
-        collapsed = f" ({self.legs_collapsed} collapsed onto an identical leg)" if self.legs_collapsed else ""
+        """The one-line cost summary ("N legs run and M answered from cache ...", harness.md A.6; the wording of pre-flight's line)."""
+        collapsed = f" ({self.legs_collapsed} collapsed onto an identical leg of this run)" if self.legs_collapsed else ""
         return (
-            f"{self.legs_spawned} leg(s) run and {self.legs_cached} answered from cache{collapsed}, "
-            f"{self.spawned_seconds:.1f}s spent in legs; "
-            f"{self.scores_run} probe(s) re-scored and {self.scores_cached} answered from cache"
+            f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache{collapsed}, "
+            f"{self.spawned_seconds:.1f} s spent in legs; "
+            f"{self.scores_run} probes re-scored and {self.scores_cached} answered from cache"
         )
 
 
