@@ -5,17 +5,37 @@ Per suite: generate the system's mutants (evalquality_core/mutants; ``--sample``
 legs over every probe (the suite-wide plan; identical requests run once), record per-leg line coverage
 of the clean system once (``record-coverage``, cached), then run
 
-* the **clean arm**: every leg (``spawn-leg`` tasks keyed by the clean staged digest — the very keys
-  ``python -m flows.preflight`` uses, so the leg cache shares them) and the interaction plan (``run-plan``);
-* per mutant, only the legs and the plan whose clean coverage reaches a mutated line, as ``spawn-leg``
-  tasks named ``<suite>/<mutant id>/<leg>`` keyed by the mutant's staged digest, and a ``run-plan``.
+* the **clean arm** first: every leg (``spawn-leg`` tasks keyed by the clean staged digest — the very
+  keys ``python -m flows.preflight`` uses, so the leg cache shares them) and the interaction plan
+  (``run-plan``); its observations enter every mutant's outcome key, and a clean arm that faults ends
+  the suite before any mutant runs;
+* per mutant, its outcomes from the **outcome store** (tasks/mutants.py) when its key matches — no task
+  runs for it — else only the legs and the plan whose clean coverage reaches a mutated line, as
+  ``spawn-leg`` tasks named ``<suite>/<mutant id>/<leg>`` keyed by the mutant's staged digest (computed
+  only then), and a ``run-plan``; their outcomes, faults included, are stored under the mutant's key.
 
 Each mutant is classified (NoCoverage, Timeout, Stillborn, Unobservable, ArtifactOnly, Observable;
 evalquality_core/mutants/classify.py) and given its oracle kill verdict (Killed / Survived; score.py).
 Writes ``<out>/<suite>/mutation-report.json`` (the public mutation-testing-report-schema format) and
-``<out>/<suite>/mutants-summary.json``; prints one line per suite and the cost line. A re-run spawns
-nothing: legs come from the leg cache, plans from the plan cache, a timed-out mutant leg's fault is
-remembered (tasks/mutants.py), coverage from its file. ``--force`` runs everything live once.
+``<out>/<suite>/mutants-summary.json``; prints one line per suite and the cost line.
+
+**Incremental.** A mutant's outcome key is its mutated file (path and bytes after the mutation), its
+edit, and per covering run (leg or plan) the run's request(s) and the clean system's observable
+answer on it (channels only: never timings or labels), plus the registry text, the staged fixtures,
+the interpreter identity and the tool version. So a changed system file re-runs only the mutants in
+that file and those whose covering runs now answer differently on the clean system (coverage is
+re-recorded once, the clean arm re-runs); a changed oracle re-classifies from stored observations
+without a spawn (oracles never enter a key); a changed probe request misses the keys of the mutants
+its legs cover, and of their legs only the changed ones spawn (the rest answer from the leg cache, a
+remembered leg fault from its verified entry). The rule trusts that a mutant behaves as before when
+its own file and every covering run's clean answer are unchanged; a change elsewhere that alters only
+the mutated behaviour (not the clean one) is not seen until ``--force``, which runs everything live
+once. A mutant whose class rests on a fault it did not observe in this run (from the outcome store,
+a remembered leg fault, a plan-cache fault) says ``"remembered": true`` in the summary, which counts
+them (``rememberedFaults``), and so does the suite's console line. A faulted mutant leg ends its task
+run ``Completed`` named ``Faulted`` (a finding, not an error: no ERROR line, no traceback); a clean
+leg's fault still fails its task run and the suite. The generation itself is cached
+(``cached_generation``): a re-run does not run libcst.
 
 Exit codes: 0 done; 2 a suite could not be run (one line naming it); 64 usage; 74 unusable cache.
 """
@@ -26,7 +46,6 @@ import argparse
 import functools
 import json
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -64,7 +83,7 @@ from evalquality_core.suite.mutants import (
     system_members,
     system_sources,
 )
-from evalquality_core.suite.staging import stage_workspace
+from evalquality_core.suite.staging import staged_digests
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -175,8 +194,8 @@ def _distinct_legs(plan: Any) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def _work_digest(directory: Path) -> str:
-    with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
-        return stage_workspace(directory, Path(scratch) / "ws").work_digest
+    """The digest of the staged ``work/`` (the fixtures), computed in place without staging."""
+    return staged_digests(directory, [None])[None][1]
 
 
 def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, settings: Mapping[str, Any]) -> LegJob:

@@ -7,10 +7,24 @@
   like a leg key. The store is the leg cache's SQLite store (``<leg cache>/plans/legs.sqlite3``: the
   same single-flight claims and crash safety); each entry is canonical JSON carrying the digests of its
   key and record, verified on every read (an entry that fails is discarded and the plan runs again).
-* **Mutant outcomes are remembered, faults included.** The leg cache never caches a fault (a timeout
-  may be the machine's), so a mutant whose leg timed out would spawn again on every run. For mutants a
-  timeout is the finding (Timeout), so ``<leg cache>/mutant-faults/`` remembers a mutant leg's fault by
-  its leg key, and a plan run's fault is stored in its plan-cache entry; ``--force`` runs them again.
+* **The outcome store** (``<leg cache>/mutant-outcomes/``, the same SQLite store and entry rules as the
+  plan cache) keeps, per mutant, what its runs answered: each covering leg's observation or fault and
+  its plan run's observations or fault. Key (``outcome_key``): the mutated file's path and its bytes
+  after the mutation, the mutant's ``find``/``replace``, per covering run ``run_identity`` (run id,
+  request(s) with the leg id blanked, the clean system's ``channels_of`` answer on it), and
+  ``outcome_context`` (the registry text, the staged fixtures' digest, the interpreter identity, the
+  tool version). Oracles never enter it: a changed oracle re-classifies stored observations. An entry
+  that fails verification (format, key, record digest, shape) is deleted and the mutant runs again.
+* **Mutant-leg faults are remembered** in the same store, one verified entry per leg key
+  (``remember_fault``): the leg cache never caches a fault (a timeout may be the machine's), but for a
+  mutant a timeout is the finding (Timeout), and a leg whose request is unchanged should not burn its
+  budget again when another leg of the mutant changed. They are bound to their key by the entry's
+  key and record digest, never by a file name (the old ``mutant-faults/<key>.json`` files are not
+  read). A plan run's fault is stored in its plan-cache entry. ``--force`` runs them again.
+* **The generation cache** (``<leg cache>/generations/``, ``cached_generation``): key = every system
+  source (path and text) + the generation settings + the tool version; the record is the generation
+  without the mutated texts, which are rebuilt from the sources after checking each kept mutant's
+  source digest, id and edit. A tampered, truncated or unfitting entry is discarded and regenerated.
 * ``record-coverage`` records per-leg line coverage of the clean system once
   (evalquality_core/suite/line_coverage.py) and keeps it as ``<leg cache>/coverage/<key>.json``, keyed
   like the legs it traced (their requests, the staged clean digest, the registry, the tool version).
