@@ -193,7 +193,7 @@ def main() -> int:
     print(f"   {again.costs.line()}")
     print(f"   {again.costs.mutants_from_store} of {selected} mutants from the outcome store ({again.costs.mutants_run} run); "
           f"generation {', '.join(f'{n} {h}' for n, h in sorted(again.costs.generation.items()))}")
-    tasks_run = again.costs.legs_cached + again.costs.legs_collapsed + again.costs.plans_cached + 3 * len(summaries)
+    tasks_run = again.costs.legs_cached + again.costs.legs_collapsed + again.costs.plans_cached  # every task it ran
     time.sleep(PAUSE_S)
     started = time.perf_counter()
     no_op_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency))(count=tasks_run)

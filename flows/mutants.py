@@ -61,6 +61,7 @@ from prefect.utilities.annotations import quote
 
 from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.canonical import canonical_bytes
+from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.mutants.classify import RunOutcome
 from evalquality_core.mutants.derive import derive_probe
@@ -73,6 +74,7 @@ from evalquality_core.mutants.verdicts import (
     suite_summary,
     with_representatives,
 )
+from evalquality_core.preflight.plan import plan_preflight
 from evalquality_core.suite import load as core_load
 from evalquality_core.suite.evaluator import requests_for_plan
 from evalquality_core.suite.generate import resolve_oracles
@@ -94,7 +96,6 @@ from flows.lifecycle import (
 )
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
-from tasks.contract import compile_task
 from tasks.leg_cache import close_leg_cache
 from tasks.mutants import (
     StoredOutcomes,
@@ -106,6 +107,7 @@ from tasks.mutants import (
     plan_key,
     qualify_derived_task,
     record_coverage_task,
+    recorded_coverage,
     remember_fault,
     remembered_fault,
     run_identity,
@@ -114,7 +116,7 @@ from tasks.mutants import (
     store_outcomes,
     stored_outcomes,
 )
-from tasks.preflight import LegJob, abort_event, leg_key, plan_preflight_task, release_invocation, spawn_leg
+from tasks.preflight import LegJob, abort_event, leg_key, release_invocation, spawn_leg
 from tasks.workspace import reclaim_workspaces
 
 PROG = "python -m flows.mutants"
@@ -306,11 +308,11 @@ def run_suite(
 ) -> SuiteResult:
     """Classify and score one suite's generated mutants (module docstring)."""
     core = core_load.load_suite(suite.directory)
-    with tags(f"suite:{suite.name}"):
-        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(quote(suite.contract)).result()
-        plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/mutants").submit(
-            quote(contract), quote([dict(p) for p in suite.probes]), f"mutants-{suite.name}"
-        ).result()
+    # Compiled and planned in the flow thread, not as digest-cached stage tasks: both are pure and take
+    # milliseconds, while a cached re-run spent about a second reading each back from the verified
+    # stage cache (bench_mutants: most of a cached re-run's own time).
+    contract = compile_contract(dict(suite.contract))
+    plan = plan_preflight(contract, [dict(p) for p in suite.probes], f"mutants-{suite.name}")
     legs = _distinct_legs(plan)
     clean_digest = suite.staged_digests[None]
     steps = [step["stepId"] for step, _ in requests_for_plan(core)]
@@ -318,8 +320,10 @@ def run_suite(
     coverage: dict[str, Any] | None = None
     if use_coverage:
         key = coverage_key(legs, core.targets_text, clean_digest)
-        with tags(f"suite:{suite.name}"):
-            coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
+        coverage, how = recorded_coverage(settings["store_dir"], key), "cache"
+        if coverage is None:
+            with tags(f"suite:{suite.name}"):
+                coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
         costs.coverage[suite.name] = how
     else:
         costs.coverage[suite.name] = "off"

@@ -350,6 +350,19 @@ def coverage_key(legs: Sequence[tuple[str, Mapping[str, Any]]], targets_text: st
     }).removeprefix("sha256:")
 
 
+def recorded_coverage(cache_dir: str, key: str) -> dict[str, Any] | None:
+    """The coverage recorded under ``key``, if any (read in the flow thread first: a cached re-run runs
+    no ``record-coverage`` task). Read from a regular file under the input cap only, so a FIFO or a
+    huge file planted there neither hangs nor floods the run; anything refused is simply recorded again."""
+    try:
+        value = json.loads(read_suite_bytes(Path(cache_dir) / "coverage" / f"{key}.json"))
+        if value.get("key") == key and isinstance(value.get("runs"), dict):
+            return value["runs"]  # type: ignore[no-any-return]
+    except (StagingError, ValueError, AttributeError):
+        pass
+    return None
+
+
 @task(name="record-coverage", task_run_name="{suite_name}/coverage", cache_policy=NO_CACHE, persist_result=False)
 def record_coverage_task(
     suite_name: str, suite: Any, legs: Sequence[tuple[str, Mapping[str, Any]]], key: str, cache_dir: str
@@ -358,12 +371,9 @@ def record_coverage_task(
     from evalquality_core.suite.line_coverage import record_coverage
 
     path = Path(cache_dir) / "coverage" / f"{key}.json"
-    try:
-        value = json.loads(read_suite_bytes(path))  # regular file under the cap only (see remembered_fault)
-        if value.get("key") == key and isinstance(value.get("runs"), dict):
-            return value["runs"], "cache"
-    except (StagingError, ValueError, AttributeError):
-        pass
+    runs = recorded_coverage(cache_dir, key)
+    if runs is not None:
+        return runs, "cache"
     runs = record_coverage(suite, legs)
     if runs is None:
         return None, "untraceable"
