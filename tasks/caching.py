@@ -26,7 +26,6 @@ import functools
 import hashlib
 import importlib
 import json
-import math
 import os
 import stat
 import sys
@@ -43,8 +42,8 @@ from prefect.filesystems import LocalFileSystem
 from prefect.serializers import Serializer
 from pydantic import BaseModel, Field
 
-from evalquality_core.canonical.digest import digest_artifact, digest_composite
-from evalquality_core.canonical.json import canonical_bytes, nesting_too_deep, scan_json
+from evalquality_core.canonical.digest import NotBound, digest_artifact, digest_composite, parse_bound
+from evalquality_core.canonical.json import canonical_bytes, scan_json
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from tasks.home import evalquality_home
@@ -314,46 +313,32 @@ class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
 
 
 _MISSING = object()
-_ENVELOPE_HEAD = b'{"digest":"sha256:'
+_ENVELOPE_HEAD = b'{"digest":"'
 _ENVELOPE_MIDDLE = ('","format":' + json.dumps(RESULT_FORMAT) + ',"value":').encode("ascii")
-_HEX = frozenset(b"0123456789abcdef")
+_DIGEST_LENGTH = len("sha256:") + 64
 
 
 def _fast_value(blob: bytes) -> Any:
-    """The envelope's value when ``blob`` has exactly ``dumps``'s layout and the SHA-256 of the value's
-    bytes is the recorded digest; ``_MISSING`` otherwise (the caller takes the strict path)."""
-    head, middle = len(_ENVELOPE_HEAD), len(_ENVELOPE_HEAD) + 64
+    """The envelope's value when ``blob`` has exactly ``dumps``'s layout and its value's bytes are bound
+    to the recorded digest (``parse_bound``); ``_MISSING`` otherwise (the caller takes the strict path)."""
+    head = len(_ENVELOPE_HEAD)
+    middle = head + _DIGEST_LENGTH
     if not blob.startswith(_ENVELOPE_HEAD) or not blob.endswith(b"}"):
         return _MISSING
-    recorded = blob[head:middle]
-    if not set(recorded) <= _HEX or blob[middle:middle + len(_ENVELOPE_MIDDLE)] != _ENVELOPE_MIDDLE:
-        return _MISSING
-    value = blob[middle + len(_ENVELOPE_MIDDLE):-1]
-    if hashlib.sha256(value).hexdigest().encode("ascii") != recorded:
-        return _MISSING  # altered, cut, or not canonical: the strict path says which
-    if nesting_too_deep(value):
+    if blob[middle:middle + len(_ENVELOPE_MIDDLE)] != _ENVELOPE_MIDDLE:
         return _MISSING
     try:
-        # The bytes are bound to the digest; the value-domain refusals still apply (no NaN literal).
-        return json.loads(value, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except (ValueError, RecursionError):
-        return _MISSING
+        recorded = blob[head:middle].decode("ascii")
+        return parse_bound(blob[middle + len(_ENVELOPE_MIDDLE):-1], recorded)
+    except (NotBound, UnicodeDecodeError):
+        return _MISSING  # altered, cut, or not canonical: the strict path says which
+
+
 #: Rebuilt stage results by the SHA-256 of the exact bytes just verified, each taken at most once;
 #: bounded, so a result Prefect never asks for again is dropped rather than held.
 _JUST_VERIFIED: OrderedDict[bytes, Any] = OrderedDict()
 _JUST_VERIFIED_LIMIT = 64
 _JUST_VERIFIED_GUARD = threading.Lock()
-
-
-def _refuse_constant(literal: str) -> Any:
-    raise ValueError(f"{literal} is not JSON")
-
-
-def _finite_float(literal: str) -> float:
-    number = float(literal)
-    if not math.isfinite(number):
-        raise ValueError(f"{literal} overflows")
-    return number
 
 
 def _keep_verified(blob: bytes, value: Any) -> None:
