@@ -26,14 +26,13 @@
   without the mutated texts, which are rebuilt from the sources after checking each kept mutant's
   source digest, id and edit. A tampered, truncated or unfitting entry is discarded and regenerated.
 * ``record-coverage`` records per-leg line coverage of the clean system once
-  (evalquality_core/suite/line_coverage.py) and keeps it as ``<leg cache>/coverage/<key>.json``, keyed
+  (evalquality_core/suite/line_coverage.py) and keeps it as a verified entry of ``<leg cache>/coverage/``, keyed
   like the legs it traced (their requests, the staged clean digest, the registry, the tool version).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from evalquality_core.canonical.json import canonical_bytes
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.mutants.classify import RunOutcome, channels_of
 from evalquality_core.mutants.generate import Generation, generate, generation_from_record, generation_record
-from evalquality_core.suite.load import Mutation, StagingError, read_suite_bytes
+from evalquality_core.suite.load import Mutation
 from evalquality_core.suite.mutants import system_sources
 from evalquality_core.suite.staging import stage_workspace
 from tasks.leg_cache import SqliteLegStore
@@ -148,7 +147,7 @@ def run_plan_task(
 _STORES: dict[tuple[str, str], SqliteLegStore] = {}
 _STORES_GUARD = threading.Lock()
 #: The stores this module keeps under the leg cache directory, one SQLite store (folder) each.
-STORE_NAMES: tuple[str, ...] = ("plans", "mutant-outcomes", "generations")
+STORE_NAMES: tuple[str, ...] = ("plans", "mutant-outcomes", "generations", "coverage")
 
 
 def _store(cache_dir: str, name: str) -> SqliteLegStore:
@@ -350,17 +349,32 @@ def coverage_key(legs: Sequence[tuple[str, Mapping[str, Any]]], targets_text: st
     }).removeprefix("sha256:")
 
 
+COVERAGE_ENTRY_FORMAT = "eval-quality/coverage-entry/v1"
+
+
 def recorded_coverage(cache_dir: str, key: str) -> dict[str, Any] | None:
-    """The coverage recorded under ``key``, if any (read in the flow thread first: a cached re-run runs
-    no ``record-coverage`` task). Read from a regular file under the input cap only, so a FIFO or a
-    huge file planted there neither hangs nor floods the run; anything refused is simply recorded again."""
-    try:
-        value = json.loads(read_suite_bytes(Path(cache_dir) / "coverage" / f"{key}.json"))
-        if value.get("key") == key and isinstance(value.get("runs"), dict):
-            return value["runs"]  # type: ignore[no-any-return]
-    except (StagingError, ValueError, AttributeError):
-        pass
-    return None
+    """The coverage recorded under ``key``, if a verified entry of the coverage store holds it (read in
+    the flow thread first: a cached re-run runs no ``record-coverage`` task). Coverage decides which
+    mutants are NoCoverage, so it is bound like every other mutant store's entry (its key and record
+    digest, not a file name); an entry that fails is deleted and the coverage is recorded again."""
+    store = _store(cache_dir, "coverage")
+    text = store.get(key)
+    if text is None:
+        return None
+    record = _verified(key, text, COVERAGE_ENTRY_FORMAT)
+    runs = None if record is None or record.get("key") != key else record.get("runs")
+    # Per run: ``{file: [line, ...]}``, or None (a run that could not be traced reaches every line).
+    if not isinstance(runs, dict) or not all(files is None or (isinstance(files, dict) and all(
+            isinstance(lines, list) and all(type(line) is int for line in lines) for lines in files.values()))
+            for files in runs.values()):
+        store.delete(key, text)
+        return None
+    return runs
+
+
+def store_coverage(cache_dir: str, key: str, runs: Mapping[str, Any]) -> None:
+    """Keep recorded coverage as one verified entry of the coverage store."""
+    _store(cache_dir, "coverage").put(key, _encode(key, {"key": key, "runs": dict(runs)}, COVERAGE_ENTRY_FORMAT))
 
 
 @task(name="record-coverage", task_run_name="{suite_name}/coverage", cache_policy=NO_CACHE, persist_result=False)
@@ -370,17 +384,13 @@ def record_coverage_task(
     """Per-run line coverage of the clean system and whether it was ``recorded`` now or read from ``cache``."""
     from evalquality_core.suite.line_coverage import record_coverage
 
-    path = Path(cache_dir) / "coverage" / f"{key}.json"
     runs = recorded_coverage(cache_dir, key)
     if runs is not None:
         return runs, "cache"
     runs = record_coverage(suite, legs)
     if runs is None:
         return None, "untraceable"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps({"key": key, "runs": runs}), encoding="utf-8")
-    os.replace(partial, path)
+    store_coverage(cache_dir, key, runs)
     return runs, "recorded"
 
 
