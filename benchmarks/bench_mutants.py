@@ -7,8 +7,9 @@
 3. A sampled run (``--sample N`` per suite, cold leg cache): the share of each class, the kill score with
    its 95 % interval, runs (legs + plan) per mutant with and without coverage selection, legs spawned,
    mutants per second.
-4. The same run again (everything cached): legs spawned vs cached, and its wall time against a Prefect
-   flow of as many no-op tasks on the same thread pool.
+4. The same run again (everything cached): legs spawned vs cached, mutants answered from the outcome
+   store, whether the generation came from its cache, and its wall time against a Prefect flow of as
+   many no-op tasks (the tasks the re-run really ran) on the same thread pool.
 5. ``--exhaustive``: every valid mutant of each suite (the cache from 3 is reused): shares and kill score,
    exhaustive against the sample.
 6. Whether the generated kill score ranks the suites as the hand-written probes do
@@ -190,7 +191,9 @@ def main() -> int:
     time.sleep(PAUSE_S)
     again, again_s = run_flow(names, args.concurrency, sample=args.sample, seed=args.seed, operators=ops)
     print(f"   {again.costs.line()}")
-    tasks_run = again.costs.legs_cached + again.costs.legs_collapsed + again.costs.plans_cached + 3 * len(summaries)
+    print(f"   {again.costs.mutants_from_store} of {selected} mutants from the outcome store ({again.costs.mutants_run} run); "
+          f"generation {', '.join(f'{n} {h}' for n, h in sorted(again.costs.generation.items()))}")
+    tasks_run = again.costs.legs_cached + again.costs.legs_collapsed + again.costs.plans_cached  # every task it ran
     time.sleep(PAUSE_S)
     started = time.perf_counter()
     no_op_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency))(count=tasks_run)

@@ -160,8 +160,8 @@ class StrengthRun:
         if self.trials_mode == "live":
             spend = self.trial_counts
             lines.append(
-                f"{spend.get('trialsRun', 0)} trial(s) run and {spend.get('trialsCached', 0)} answered from cache, "
-                f"{spend.get('trialFaults', 0)} fault(s), {spend.get('evaluatorSeconds', '0.000')}s in the evaluator"
+                f"{spend.get('trialsRun', 0)} trials run and {spend.get('trialsCached', 0)} answered from cache, "
+                f"{spend.get('trialFaults', 0)} faults, {spend.get('evaluatorSeconds', '0.000')} s in the evaluator"
             )
         return [*lines, *self.gate.lines(), f"report: {self.report}"]
 
@@ -631,11 +631,24 @@ class _LiveSuite:
     brief_digest: str
 
 
-def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
-    """Submit ``run-trial`` for every probe of the suite and each trial index of its current sample."""
+@dataclass(frozen=True)
+class TrialContext:
+    """What every live trial of a suite shares: the evaluator command, the contract and sealed brief (wire)
+    and the digests a trial key holds, and the policy's ``minimumTrialCount`` (trials per probe)."""
+
+    command: Any
+    contract: Mapping[str, Any]
+    brief: Mapping[str, Any]
+    brief_digest: str
+    contract_digest: str
+    choices_digest: str
+    minimum: int
+
+
+def trial_context(suite: Suite, prepared: _PreparedSuite) -> TrialContext:
+    """The suite's :class:`TrialContext` (its ``suite.toml`` ``[evaluator]``, ``evaluator.json``, the policy)."""
     import tomllib
 
-    from evalquality_core.suite import staging
     from evalquality_core.suite.evaluator_protocol import evaluator_command_of
 
     settings_path = suite.directory / SUITE_SETTINGS_FILE
@@ -643,11 +656,21 @@ def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bo
     command = evaluator_command_of(settings, str(settings_path))
     contract = dict(suite.contract)
     brief = to_wire(prepared.brief)
-    brief_digest = digest_artifact(brief)
-    contract_digest = digest_artifact(contract)
     choices = suite.directory / "evaluator.json"
-    choices_digest = digest_bytes(read_suite_bytes(choices) if choices.is_file() else b"")
-    minimum = int(to_wire(prepared.policy)["minimumTrialCount"])
+    return TrialContext(
+        command, contract, brief, digest_artifact(brief), digest_artifact(contract),
+        digest_bytes(read_suite_bytes(choices) if choices.is_file() else b""),
+        int(to_wire(prepared.policy)["minimumTrialCount"]),
+    )
+
+
+def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
+    """Submit ``run-trial`` for every probe of the suite and each trial index of its current sample."""
+    from evalquality_core.suite import staging
+
+    context = trial_context(suite, prepared)
+    command, contract, brief, brief_digest = context.command, context.contract, context.brief, context.brief_digest
+    contract_digest, choices_digest, minimum = context.contract_digest, context.choices_digest, context.minimum
     samples = _samples(home, [f"{suite.name}/{p['probeId']}" for p in suite.probes], fresh)
     submitted: dict[str, list[tuple[int, Any]]] = {}
     for probe in suite.probes:
@@ -680,8 +703,6 @@ def _collect_trials(
     A faulted trial (its reason in the probe's basis) leaves the probe unscored (Invalid) this night.
     Returns the trial sets, each answer with whether it came from the cache, and the fault count.
     """
-    from evalquality_core.canonical import serialize_artifact
-
     command, contract, brief_digest = live.command, live.contract, live.brief_digest
     sets: dict[str, TrialSet] = {}
     spent: list[tuple[TrialAnswer, bool]] = []
@@ -724,12 +745,7 @@ def _collect_trials(
         sealed: list[SealedTrial] = []
         for folder, future in submitted:
             trial = future.value if isinstance(future, Answered) else future.result()
-            target = out / suite.name / folder
-            target.mkdir(parents=True, exist_ok=True)
-            write_atomically(target / "actions.jsonl", trial.actions)
-            write_atomically(target / "isolation-manifest.json", serialize_artifact(trial.isolation_manifest))
-            write_artifact(target / "evaluator-configuration.json", trial.evaluator_configuration)
-            write_artifact(target / "sealed-run-record.json", trial.record)
+            write_sealed_trial(out / suite.name / folder, trial)
             sealed.append(trial)
         if sealed:
             sets[pid] = TrialSet(
@@ -738,6 +754,17 @@ def _collect_trials(
                 read_artifact(EvaluatorConfiguration, dict(sealed[0].evaluator_configuration), "EvaluatorConfiguration"),
             )
     return sets, spent, faults
+
+
+def write_sealed_trial(target: Path, trial: SealedTrial) -> None:
+    """Write one sealed trial's folder: actions, isolation manifest, evaluator configuration, run record."""
+    from evalquality_core.canonical import serialize_artifact
+
+    target.mkdir(parents=True, exist_ok=True)
+    write_atomically(target / "actions.jsonl", trial.actions)
+    write_atomically(target / "isolation-manifest.json", serialize_artifact(trial.isolation_manifest))
+    write_artifact(target / "evaluator-configuration.json", trial.evaluator_configuration)
+    write_artifact(target / "sealed-run-record.json", trial.record)
 
 
 @dataclass(frozen=True)

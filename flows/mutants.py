@@ -5,17 +5,40 @@ Per suite: generate the system's mutants (evalquality_core/mutants; ``--sample``
 legs over every probe (the suite-wide plan; identical requests run once), record per-leg line coverage
 of the clean system once (``record-coverage``, cached), then run
 
-* the **clean arm**: every leg (``spawn-leg`` tasks keyed by the clean staged digest — the very keys
-  ``python -m flows.preflight`` uses, so the leg cache shares them) and the interaction plan (``run-plan``);
-* per mutant, only the legs and the plan whose clean coverage reaches a mutated line, as ``spawn-leg``
-  tasks named ``<suite>/<mutant id>/<leg>`` keyed by the mutant's staged digest, and a ``run-plan``.
+* the **clean arm** first: every leg (``spawn-leg`` tasks keyed by the clean staged digest — the very
+  keys ``python -m flows.preflight`` uses, so the leg cache shares them) and the interaction plan
+  (``run-plan``); its observations enter every mutant's outcome key, and a clean arm that faults ends
+  the suite before any mutant runs;
+* per mutant, its outcomes from the **outcome store** (tasks/mutants.py) when its key matches — no task
+  runs for it — else only the legs and the plan whose clean coverage reaches a mutated line, as
+  ``spawn-leg`` tasks named ``<suite>/<mutant id>/<leg>`` keyed by the mutant's staged digest (computed
+  only then), and a ``run-plan``; their outcomes, faults included, are stored under the mutant's key.
 
 Each mutant is classified (NoCoverage, Timeout, Stillborn, Unobservable, ArtifactOnly, Observable;
 evalquality_core/mutants/classify.py) and given its oracle kill verdict (Killed / Survived; score.py).
 Writes ``<out>/<suite>/mutation-report.json`` (the public mutation-testing-report-schema format) and
-``<out>/<suite>/mutants-summary.json``; prints one line per suite and the cost line. A re-run spawns
-nothing: legs come from the leg cache, plans from the plan cache, a timed-out mutant leg's fault is
-remembered (tasks/mutants.py), coverage from its file. ``--force`` runs everything live once.
+``<out>/<suite>/mutants-summary.json``; prints one line per suite and the cost line.
+
+**Incremental.** A mutant's outcome key is its mutated file (path and bytes after the mutation), its
+edit, and per covering run (leg or plan) the run's request(s) and the clean system's observable
+answer on it (channels only: never timings or labels), plus the registry text, the staged fixtures,
+the interpreter identity and the tool version. So a changed system file re-runs only the mutants in
+that file and those whose covering runs now answer differently on the clean system (coverage is
+re-recorded once, the clean arm re-runs); a changed oracle re-classifies from stored observations
+without a spawn (oracles never enter a key); a changed probe request misses the keys of the mutants
+its legs cover, and of their legs only the changed ones spawn (the rest answer from the leg cache, a
+remembered leg fault from its verified entry). The rule trusts that a mutant behaves as before when
+its own file and every covering run's clean answer are unchanged; a change elsewhere that alters only
+the mutated behaviour (not the clean one) is not seen until ``--force``, which runs everything live
+once. A mutant whose class rests on a fault it did not observe in this run (from the outcome store,
+a remembered leg fault, a plan-cache fault) says ``"remembered": true`` in the summary, which counts
+them (``rememberedFaults``), and so does the suite's console line. A faulted mutant leg ends its task
+run ``Completed`` named ``Faulted`` (a finding, not an error: no ERROR line, no traceback); a clean
+leg's fault still fails its task run and the suite. The generation itself is cached
+(``cached_generation``): a re-run does not run libcst.
+
+``--trials-sample N`` then puts a seeded sample of N Killed/Survived mutants per suite through live evaluator
+trials (flows/mutant_trials.py): the ``evaluatorTrials`` block of the summary and a trials line on the console.
 
 Exit codes: 0 done; 2 a suite could not be run (one line naming it); 64 usage; 74 unusable cache.
 """
@@ -26,7 +49,6 @@ import argparse
 import functools
 import json
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,6 +64,7 @@ from prefect.utilities.annotations import quote
 
 from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.canonical import canonical_bytes
+from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.mutants.classify import RunOutcome
 from evalquality_core.mutants.derive import derive_probe
@@ -54,18 +77,18 @@ from evalquality_core.mutants.verdicts import (
     suite_summary,
     with_representatives,
 )
+from evalquality_core.preflight.plan import plan_preflight
 from evalquality_core.suite import load as core_load
 from evalquality_core.suite.evaluator import requests_for_plan
 from evalquality_core.suite.generate import resolve_oracles
 from evalquality_core.suite.line_coverage import reaches
 from evalquality_core.suite.mutants import (
     as_mutation,
-    generate_for_suite,
     mutant_staged_digest,
     system_members,
     system_sources,
 )
-from evalquality_core.suite.staging import stage_workspace
+from evalquality_core.suite.staging import staged_digests
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -74,22 +97,30 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
+from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
-from tasks.contract import compile_task
 from tasks.leg_cache import close_leg_cache
 from tasks.mutants import (
+    StoredOutcomes,
+    cached_generation,
     close_plan_store,
     coverage_key,
+    outcome_context,
+    outcome_key,
     plan_key,
     qualify_derived_task,
     record_coverage_task,
+    recorded_coverage,
     remember_fault,
     remembered_fault,
+    run_identity,
     run_plan_task,
     stage_mutant,
+    store_outcomes,
+    stored_outcomes,
 )
-from tasks.preflight import LegJob, abort_event, leg_key, plan_preflight_task, release_invocation, spawn_leg
+from tasks.preflight import LegJob, abort_event, leg_key, release_invocation, spawn_leg
 from tasks.workspace import reclaim_workspaces
 
 PROG = "python -m flows.mutants"
@@ -107,8 +138,14 @@ class Costs:
     plans_cached: int = 0
     legs_with_coverage: int = 0
     legs_without_coverage: int = 0
+    mutants_from_store: int = 0
+    mutants_run: int = 0
+    outcomes_discarded: int = 0
     seconds: float = 0.0
     coverage: dict[str, str] = field(default_factory=dict)
+    #: Evaluator trials of the sampled mutants (``--trials-sample``; flows/mutant_trials.py).
+    trials: TrialSpend = field(default_factory=TrialSpend)
+    generation: dict[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The costs as JSON (the summary's ``costs``)."""
@@ -117,6 +154,9 @@ class Costs:
             "legFaultsRemembered": self.legs_remembered, "plansSpawned": self.plans_spawned,
             "plansFromCache": self.plans_cached, "mutantLegsWithCoverage": self.legs_with_coverage,
             "mutantLegsWithoutCoverage": self.legs_without_coverage, "coverage": dict(self.coverage),
+            "trialsRun": self.trials.run, "trialsFromCache": self.trials.cached, "trialFaults": self.trials.faulted,
+            "mutantsFromStore": self.mutants_from_store, "mutantsRun": self.mutants_run,
+            "outcomeEntriesDiscarded": self.outcomes_discarded, "generation": dict(self.generation),
         }
 
     def line(self) -> str:
@@ -124,7 +164,9 @@ class Costs:
         return (
             f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache "
             f"({self.legs_collapsed} collapsed onto an identical leg of this run, {self.legs_remembered} remembered faults); "
-            f"{self.plans_spawned} plans run and {self.plans_cached} answered from cache"
+            f"{self.plans_spawned} plans run and {self.plans_cached} answered from cache; "
+            f"{self.mutants_from_store} mutants answered from the outcome store"
+            + (f"; {self.trials.line()}" if self.trials.run or self.trials.cached or self.trials.faulted else "")
         )
 
 
@@ -162,8 +204,8 @@ def _distinct_legs(plan: Any) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def _work_digest(directory: Path) -> str:
-    with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
-        return stage_workspace(directory, Path(scratch) / "ws").work_digest
+    """The digest of the staged ``work/`` (the fixtures), computed in place without staging."""
+    return staged_digests(directory, [None])[None][1]
 
 
 def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, settings: Mapping[str, Any]) -> LegJob:
@@ -181,17 +223,19 @@ def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, s
     )
 
 
-def _collect_leg(future: Any, job: LegJob, costs: Costs, store_dir: str, remember: bool) -> RunOutcome:
+def _collect_leg(future: Any, job: LegJob, costs: Costs) -> tuple[RunOutcome, bool]:
+    """A leg's outcome and whether it was spawned by this run. A clean leg's fault is raised by
+    ``result()``; a mutant leg's comes back as a value (``spawn_leg(expected_faults=True)``)."""
     leg_id = job.request["probeId"]
     try:
         answer = future.result()
     except EvalQualityFault as fault:
-        cost = getattr(fault, "leg_cost", None)
-        if cost is not None and cost.spawned:
-            costs.legs_spawned += 1
-        if remember and fault.code != "aborted":
-            remember_fault(store_dir, job.key, fault.code, f"{fault.artifact_path}: {fault.detail}")
-        return RunOutcome(leg_id, None, fault.code, f"{fault.artifact_path}: {fault.detail}")
+        answer = fault
+    if isinstance(answer, EvalQualityFault):
+        cost = getattr(answer, "leg_cost", None)
+        spawned = cost is not None and bool(cost.spawned)
+        costs.legs_spawned += spawned
+        return RunOutcome(leg_id, None, answer.code, f"{answer.artifact_path}: {answer.detail}"), spawned
     if answer.source == "spawned":
         costs.legs_spawned += 1
         costs.seconds += answer.elapsed_s
@@ -199,12 +243,12 @@ def _collect_leg(future: Any, job: LegJob, costs: Costs, store_dir: str, remembe
         costs.legs_collapsed += 1
     else:
         costs.legs_cached += 1
-    return RunOutcome(leg_id, answer.observation)
+    return RunOutcome(leg_id, answer.observation), answer.source == "spawned"
 
 
-def _submit_leg(suite: Suite, owner: str, job: LegJob) -> Any:
+def _submit_leg(suite: Suite, owner: str, job: LegJob, expected_faults: bool = False) -> Any:
     with tags(f"suite:{suite.name}"):
-        return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job))
+        return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job), expected_faults=expected_faults)
 
 
 def _submit_plan(suite: Suite, core: core_load.Suite, owner: str, mutation: Any, key: str, settings: Mapping[str, Any]) -> Any:
@@ -222,16 +266,61 @@ def _plan_answer(future: Any, costs: Costs) -> Any:
     return answer
 
 
+@dataclass
+class _MutantRuns:
+    """One mutant while the flow runs it: what covers it, its outcome key, and where its runs come from
+    (the outcome store, or legs submitted now and leg faults remembered from earlier runs)."""
+
+    mutant: GeneratedMutant
+    covered: list[str]
+    key: str
+    stored: StoredOutcomes | None = None
+    futures: dict[str, tuple[Any, LegJob]] = field(default_factory=dict)
+    remembered: dict[str, RunOutcome] = field(default_factory=dict)
+    plan_future: Any = None
+
+
+def _outcomes_of(runs: _MutantRuns, settings: Mapping[str, Any], costs: Costs) -> tuple[dict[str, RunOutcome], Any, dict[str, Any]]:
+    """A mutant's leg outcomes, its plan answer (None: the plan does not reach it) and what the summary
+    says of where they came from: ``outcomes`` (``store``, ``run`` or ``none``), ``remembered`` (some
+    fault of it was not observed by this run) and ``runsSpawned``. Fresh outcomes are stored."""
+    if runs.stored is not None:
+        stored = runs.stored
+        remembered = any(o.fault_code is not None for o in stored.runs.values()) or (
+            stored.plan is not None and stored.plan.fault is not None)
+        return dict(stored.runs), stored.plan, {"outcomes": "store", "remembered": remembered, "runsSpawned": 0}
+    mutated = dict(runs.remembered)
+    spawned = 0
+    for leg_id, (future, job) in runs.futures.items():
+        outcome, was_spawned = _collect_leg(future, job, costs)
+        spawned += was_spawned
+        if outcome.fault_code is not None and outcome.fault_code != "aborted":
+            remember_fault(settings["store_dir"], job.key, outcome.fault_code, outcome.fault or "")
+        mutated[leg_id] = outcome
+    plan_answer = None if runs.plan_future is None else _plan_answer(runs.plan_future, costs)
+    remembered = bool(runs.remembered)
+    if plan_answer is not None:
+        spawned += plan_answer.source == "spawned"
+        remembered = remembered or (plan_answer.source != "spawned" and plan_answer.fault is not None)
+    aborted = any(o.fault_code == "aborted" for o in mutated.values()) or (
+        plan_answer is not None and (plan_answer.fault or {}).get("code") == "aborted")
+    if runs.covered and not aborted:
+        store_outcomes(settings["store_dir"], runs.key, runs.mutant.mutant_id, mutated, plan_answer)
+    how = "run" if runs.covered else "none"
+    return mutated, plan_answer, {"outcomes": how, "remembered": remembered, "runsSpawned": spawned}
+
+
 def run_suite(
-    suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool, derive: bool = False
+    suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool, derive: bool = False,
+    sources: Mapping[str, str] | None = None,
 ) -> SuiteResult:
     """Classify and score one suite's generated mutants (module docstring)."""
     core = core_load.load_suite(suite.directory)
-    with tags(f"suite:{suite.name}"):
-        contract = compile_task.with_options(task_run_name=f"compile/{suite.name}").submit(quote(suite.contract)).result()
-        plan = plan_preflight_task.with_options(task_run_name=f"plan/{suite.name}/mutants").submit(
-            quote(contract), quote([dict(p) for p in suite.probes]), f"mutants-{suite.name}"
-        ).result()
+    # Compiled and planned in the flow thread, not as digest-cached stage tasks: both are pure and take
+    # milliseconds, while a cached re-run spent about a second reading each back from the verified
+    # stage cache (bench_mutants: most of a cached re-run's own time).
+    contract = compile_contract(dict(suite.contract))
+    plan = plan_preflight(contract, [dict(p) for p in suite.probes], f"mutants-{suite.name}")
     legs = _distinct_legs(plan)
     clean_digest = suite.staged_digests[None]
     steps = [step["stepId"] for step, _ in requests_for_plan(core)]
@@ -239,49 +328,19 @@ def run_suite(
     coverage: dict[str, Any] | None = None
     if use_coverage:
         key = coverage_key(legs, core.targets_text, clean_digest)
-        with tags(f"suite:{suite.name}"):
-            coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
+        coverage, how = recorded_coverage(settings["store_dir"], key), "cache"
+        if coverage is None:
+            with tags(f"suite:{suite.name}"):
+                coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
         costs.coverage[suite.name] = how
     else:
         costs.coverage[suite.name] = "off"
-    # The clean arm: every leg and the plan.
+    # The clean arm first (every leg and the plan): its observations enter every mutant's outcome key.
     clean_jobs = {leg_id: _job(suite, request, clean_digest, None, settings) for leg_id, request in legs}
     clean_futures = {leg_id: _submit_leg(suite, "clean", job) for leg_id, job in clean_jobs.items()}
     clean_plan_future = _submit_plan(suite, core, "clean", None, plan_key(planned, core.targets_text, clean_digest), settings)
-    # Every mutant: the legs (and the plan) that reach a mutated line.
-    members = system_members(suite.directory)
-    work_digest = _work_digest(suite.directory)
-    pending = []
-    selection = {"withCoverage": 0, "withoutCoverage": 0, "mutants": len(generation.kept), "distinctLegs": len(legs)}
-    for mutant in generation.kept:
-        mutation = as_mutation(mutant, suite.directory)
-        staged = mutant_staged_digest(members, work_digest, mutant)
-        reached = [(leg_id, request) for leg_id, request in legs
-                   if coverage is None or reaches(coverage.get(leg_id), mutant.target, mutant.lines)]
-        plan_reached = coverage is None or reaches(coverage.get("plan"), mutant.target, mutant.lines)
-        costs.legs_with_coverage += len(reached)
-        costs.legs_without_coverage += len(legs)
-        selection["withCoverage"] += len(reached) + (1 if plan_reached else 0)
-        selection["withoutCoverage"] += len(legs) + 1
-        futures: dict[str, tuple[Any, LegJob]] = {}
-        remembered: dict[str, RunOutcome] = {}
-        for leg_id, request in reached:
-            job = _job(suite, request, staged, mutation, settings)
-            fault = None if settings["mode"] == "force" else remembered_fault(settings["store_dir"], job.key)
-            if fault is not None:
-                costs.legs_remembered += 1
-                remembered[leg_id] = RunOutcome(leg_id, None, fault["code"], fault["detail"])
-            else:
-                futures[leg_id] = (_submit_leg(suite, mutant.mutant_id, job), job)
-        plan_future = None
-        if plan_reached:
-            plan_future = _submit_plan(suite, core, mutant.mutant_id, mutation,
-                                       plan_key(planned, core.targets_text, staged), settings)
-        covered = [leg_id for leg_id, _ in reached] + (["plan"] if plan_reached else [])
-        pending.append((mutant, futures, remembered, plan_future, covered))
     clean: dict[str, RunOutcome] = {
-        leg_id: _collect_leg(future, clean_jobs[leg_id], costs, settings["store_dir"], False)
-        for leg_id, future in clean_futures.items()
+        leg_id: _collect_leg(future, clean_jobs[leg_id], costs)[0] for leg_id, future in clean_futures.items()
     }
     clean_plan = _plan_answer(clean_plan_future, costs)
     if clean_plan.fault is not None:
@@ -289,31 +348,83 @@ def run_suite(
     faulted = sorted(leg_id for leg_id, outcome in clean.items() if outcome.fault_code is not None)
     if faulted:
         return SuiteResult(suite.name, problem=f"clean leg {faulted[0]} faulted: {clean[faulted[0]].fault}")
+    # Every mutant: its outcomes from the outcome store, else the legs (and the plan) that reach a mutated line.
+    work_digest = _work_digest(suite.directory)
+    context = outcome_context(core.targets_text, work_digest)
+    identity = {leg_id: run_identity(leg_id, [request], [clean[leg_id].observation or {}]) for leg_id, request in legs}
+    plan_identity = run_identity("plan", planned, clean_plan.observations)
     clean.update(plan_outcomes(clean_plan.observations, None, steps))
     clean_resolutions = resolve_oracles(core.contract, clean_plan.observations)
+    force = settings["mode"] == "force"
+    members: dict[str, str] | None = None  # the clean system's file digests, read only when some mutant runs
+    pending: list[_MutantRuns] = []
+    selection = {"withCoverage": 0, "withoutCoverage": 0, "mutants": len(generation.kept), "distinctLegs": len(legs)}
+    for mutant in generation.kept:
+        reached = [(leg_id, request) for leg_id, request in legs
+                   if coverage is None or reaches(coverage.get(leg_id), mutant.target, mutant.lines)]
+        plan_reached = coverage is None or reaches(coverage.get("plan"), mutant.target, mutant.lines)
+        costs.legs_with_coverage += len(reached)
+        costs.legs_without_coverage += len(legs)
+        selection["withCoverage"] += len(reached) + (1 if plan_reached else 0)
+        selection["withoutCoverage"] += len(legs) + 1
+        covered = [leg_id for leg_id, _ in reached] + (["plan"] if plan_reached else [])
+        key = outcome_key(mutant, [identity[leg_id] for leg_id, _ in reached] + ([plan_identity] if plan_reached else []),
+                          context)
+        runs = _MutantRuns(mutant, covered, key)
+        pending.append(runs)
+        if not covered:
+            continue
+        if not force:
+            stored, discarded = stored_outcomes(settings["store_dir"], key)
+            costs.outcomes_discarded += discarded
+            if stored is not None and set(stored.runs) == {leg_id for leg_id, _ in reached} and (
+                (stored.plan is not None) == plan_reached
+            ):
+                runs.stored = stored
+                costs.mutants_from_store += 1
+                continue
+        costs.mutants_run += 1
+        if members is None:
+            members = system_members(suite.directory)
+        mutation = as_mutation(mutant, suite.directory)
+        staged = mutant_staged_digest(members, work_digest, mutant)
+        for leg_id, request in reached:
+            job = _job(suite, request, staged, mutation, settings)
+            fault = None if force else remembered_fault(settings["store_dir"], job.key)
+            if fault is not None:
+                costs.legs_remembered += 1
+                runs.remembered[leg_id] = RunOutcome(leg_id, None, fault["code"], fault["detail"])
+            else:
+                runs.futures[leg_id] = (_submit_leg(suite, mutant.mutant_id, job, expected_faults=True), job)
+        if plan_reached:
+            runs.plan_future = _submit_plan(suite, core, mutant.mutant_id, mutation,
+                                            plan_key(planned, core.targets_text, staged), settings)
     verdicts: list[MutantVerdict] = []
     runs_of: dict[str, dict[str, RunOutcome]] = {}
-    for mutant, futures, remembered, plan_future, covered in pending:
-        mutated = dict(remembered)
-        for leg_id, (future, job) in futures.items():
-            mutated[leg_id] = _collect_leg(future, job, costs, settings["store_dir"], True)
+    provenance: dict[str, dict[str, Any]] = {}
+    for runs in pending:
+        mutated, plan_answer, provenance[runs.mutant.mutant_id] = _outcomes_of(runs, settings, costs)
         resolutions = None
-        if plan_future is not None:
-            answer = _plan_answer(plan_future, costs)
-            mutated.update(plan_outcomes(answer.observations, answer.fault, steps))
-            if answer.observations is not None:
-                resolutions = resolve_oracles(core.contract, answer.observations)
-        runs_of[mutant.mutant_id] = mutated
+        if plan_answer is not None:
+            mutated.update(plan_outcomes(plan_answer.observations, plan_answer.fault, steps))
+            if plan_answer.observations is not None:
+                resolutions = resolve_oracles(core.contract, plan_answer.observations)
+        runs_of[runs.mutant.mutant_id] = mutated
         verdicts.append(decide(
-            mutant, clean, mutated, coverage_known=coverage is not None, covered_by=covered,
+            runs.mutant, clean, mutated, coverage_known=coverage is not None, covered_by=runs.covered,
             oracles=core.contract["oracles"], clean_resolutions=clean_resolutions, mutated_resolutions=resolutions,
         ))
     verdicts = with_representatives(verdicts)
     from evalquality_core.cli.main import package_version
 
-    summary, report = suite_summary(suite.name, generation, verdicts, system_sources(suite.directory),
+    summary, report = suite_summary(suite.name, generation, verdicts,
+                                    system_sources(suite.directory) if sources is None else sources,
                                     version=package_version(), config=dict(generation.settings))
     summary["runSelection"] = selection  # legs + plan runs per mutant, with and without coverage selection
+    for row in summary["mutants"]:
+        row.update(provenance[row["mutantId"]])
+    summary["rememberedFaults"] = sum(1 for row in summary["mutants"] if row["remembered"])
+    summary["outcomesFromStore"] = sum(1 for row in summary["mutants"] if row["outcomes"] == "store")
     files: dict[str, bytes] = {}
     if derive:
         summary["derivedProbes"] = _derive(suite, core, verdicts, runs_of, clean, legs, files)
@@ -372,8 +483,11 @@ def mutants(
     mode: str = "default",
     mutant_ids: list[str] | None = None,
     derive: bool = False,
+    trials_sample: int | None = None,
 ) -> State:
-    """Classify and score the generated mutants of every suite (or the named ones); write the reports."""
+    """Classify and score the generated mutants of every suite (or the named ones); write the reports.
+    ``trials_sample`` N: then run live evaluator trials on N sampled Killed/Survived mutants per suite
+    (flows/mutant_trials.py)."""
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     reclaim_workspaces(Path(workspaces_dir))
@@ -390,15 +504,24 @@ def mutants(
         for directory in directories:
             try:
                 suite = load_suite(directory)
-                generation = generate_for_suite(directory, operators=parse_operator_names(operators), sample_size=sample,
-                                                seed=seed, per_line_limit=per_line)
+                generation, sources, costs.generation[directory.name] = cached_generation(
+                    directory, store_dir, operators=parse_operator_names(operators), sample_size=sample, seed=seed,
+                    per_line_limit=per_line, force=mode == "force")
                 if mutant_ids is not None:
                     generation = only_mutants(generation, mutant_ids)
             except (SuiteLoadError, *core_load.TOOL_PROBLEMS, ValueError) as problem:
                 results.append(SuiteResult(directory.name, problem=core_load.problem_line(problem)))
                 continue
-            result = run_suite(suite, generation, settings, costs, coverage, derive)
+            result = run_suite(suite, generation, settings, costs, coverage, derive, sources)
             results.append(result)
+            if result.summary is not None and trials_sample is not None:
+                try:
+                    result.summary["evaluatorTrials"] = run_mutant_trials(
+                        suite, Path(suites_dir), generation, result.summary, trials_sample, seed,
+                        Path(out_dir) / suite.name, costs.trials)
+                except (EvalQualityFault, *core_load.TOOL_PROBLEMS, ValueError, OSError) as problem:
+                    results[-1] = SuiteResult(suite.name, problem=f"evaluator trials: {core_load.problem_line(problem)}")
+                    continue
             if result.summary is not None:
                 out = Path(out_dir) / suite.name
                 write_artifact(out / "mutants-summary.json", {**result.summary, "costs": costs.as_json()})
@@ -441,8 +564,10 @@ def suite_line(result: SuiteResult) -> str:
     classes = ", ".join(f"{n} {name}" for name, n in summary["classes"].items() if n)
     statuses = ", ".join(f"{n} {name}" for name, n in summary["statuses"].items())
     kind = "sampled" if score["sampled"] else "exhaustive"
+    remembered = summary.get("rememberedFaults", 0)
+    rests = f"; {remembered} remembered fault(s) decide a class (see mutants-summary.json)" if remembered else ""
     return (f"{result.name}: {summary['selected']} of {summary['valid']} valid mutants ({kind}); {classes}; {statuses}; "
-            f"kill score {score['detected']}/{score['valid']} = {shown}")
+            f"kill score {score['detected']}/{score['valid']} = {shown}{rests}")
 
 
 def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) -> MutantsRun:
@@ -458,7 +583,7 @@ def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) 
         suites=args.suite or None,
         operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
         sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
-        mutant_ids=args.mutant or None, derive=args.derive,
+        mutant_ids=args.mutant or None, derive=args.derive, trials_sample=args.trials_sample,
         return_state=True,
     )
     value = state.result(raise_on_failure=False)
@@ -480,6 +605,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mutant", action="append", metavar="ID", help="only this mutant id (repeatable)")
     parser.add_argument("--derive", action="store_true",
                         help="derive a probe from every Observable representative and qualify it (generator cycle)")
+    parser.add_argument("--trials-sample", type=int, metavar="N",
+                        help="run the suite's evaluator (live trials, the policy's minimum each) on N Killed/Survived "
+                        "mutants per suite, sampled by --seed and stratified by the oracle verdict")
     parser.add_argument("--no-coverage", action="store_true", help="run every leg for every mutant (no coverage selection)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
     parser.add_argument("--force", action="store_true", help="ignore the caches: run each distinct leg and plan live once")
@@ -490,7 +618,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print one line per suite and the cost line."""
     args = _parser().parse_args(argv)
     settings = start_flow_main(PROG, args.concurrency)
-    for name, value in (("--sample", args.sample), ("--per-line", args.per_line)):
+    for name, value in (("--sample", args.sample), ("--per-line", args.per_line), ("--trials-sample", args.trials_sample)):
         if value is not None and value < 1:
             print(f"{PROG}: usage: {name} must be at least 1", file=sys.stderr)
             return 64
@@ -506,6 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
+        trials = trials_line(result.name, None if result.summary is None else result.summary.get("evaluatorTrials"))
+        if trials is not None:
+            print(trials)
     print(run.costs.line())
     return 2 if any(result.problem for result in run.suites) else 0
 
@@ -515,9 +646,9 @@ __all__ = ["GeneratedMutant", "MutantsRun", "main", "mutants", "run_suite"]
 
 def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner: Any, mode: str) -> tuple[dict[str, Any], list[str]]:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
-    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed,
-    writing under ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line
-    (flows/strength_document.py) and one line per suite that could not be measured."""
+    (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
+    (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under
+    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (flows/strength_document.py) and one line per suite that could not be measured."""
     from evalquality_core.suite.mutants import nightly_settings
     from flows.strength_document import generated_strength_of
 
@@ -535,7 +666,7 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
             suites_dir=str(suite.directory.parent), out_dir=str(out / "mutants"), cache_dir=settings.leg_cache,
             store_dir=str(settings.leg_cache_dir), workspaces_dir=str(settings.workspaces_dir), suites=[suite.name],
             operators=chosen["operators"], sample=chosen["sample"], seed=chosen["seed"], per_line=chosen["per_line"],
-            mode="force" if mode == "force" else "default", return_state=True,
+            trials_sample=chosen["trials_sample"], mode="force" if mode == "force" else "default", return_state=True,
         )
         run = state.result(raise_on_failure=False)
         result = None if not isinstance(run, MutantsRun) else next((r for r in run.suites if r.name == suite.name), None)

@@ -125,6 +125,63 @@ class SurvivedMutant(ArtifactModel):
     reason: str
 
 
+class TrialDetection(ArtifactModel):
+    """Sampled mutants the evaluator's trials exercised and caught (scoring.md §5.2 per mutant), the rate and
+    its 95 % Wilson interval (null when nothing was exercised)."""
+
+    exercised: NonNegativeInt
+    caught: NonNegativeInt
+    rate: float | None
+    interval95: list[float] | None
+
+
+class TrialAgreement(ArtifactModel):
+    """How often the evaluator's kill verdict equals the oracles' over the exercised sampled mutants, and the
+    mutants only the evaluator (``evaluator_only``) or only the oracles (``oracle_only``) killed."""
+
+    compared: NonNegativeInt
+    agree: NonNegativeInt
+    rate: float | None
+    interval95: list[float] | None
+    evaluator_only: list[str]
+    oracle_only: list[str]
+
+
+class SampledMutantTrials(ArtifactModel):
+    """One sampled mutant: its oracle verdict beside the evaluator's (null when no trial was valid)."""
+
+    mutant_id: str
+    oracle_verdict: str
+    evaluator_verdict: str | None
+    valid_count: NonNegativeInt
+    caught_count: NonNegativeInt
+    agrees: bool | None
+
+
+class GeneratedTrialStrength(ArtifactModel):
+    """The evaluator's strength over a seeded sample of the generated mutants, stratified by the oracle
+    verdict (flows/mutant_trials.py; evalquality_core/mutants/evaluator_strength.py): ``detection`` over the
+    sample, ``by_oracle_verdict`` per stratum, ``agreement`` with the oracle kill verdicts."""
+
+    requested: NonNegativeInt
+    seed: int
+    trials_per_mutant: NonNegativeInt
+    population: dict[str, NonNegativeInt]
+    sampled: dict[str, NonNegativeInt]
+    detection: TrialDetection
+    by_oracle_verdict: dict[str, TrialDetection]
+    agreement: TrialAgreement
+    not_exercised: list[str]
+    mutants: list[SampledMutantTrials]
+
+
+def trial_strength_of(block: dict) -> GeneratedTrialStrength:  # type: ignore[type-arg]
+    """The document's evaluator line from a summary's ``evaluatorTrials`` block (flows/mutant_trials.py)."""
+    rows = [{key: row[key] for key in ("mutantId", "oracleVerdict", "evaluatorVerdict", "validCount", "caughtCount", "agrees")}
+            for row in block["rows"]]
+    return GeneratedTrialStrength.model_validate({**block["strength"], "mutants": rows}, by_alias=True)
+
+
 class GeneratedStrength(ArtifactModel):
     """The "generated strength" line (issue 18): the oracle kill score over the suite's generated mutants
     (flows/mutants.py), beside the hand-written vector. ``interval95`` is the Wilson interval; ``sampled``
@@ -139,6 +196,8 @@ class GeneratedStrength(ArtifactModel):
     seed: int
     classes: dict[str, NonNegativeInt]
     survived: list[SurvivedMutant]
+    #: The evaluator's trials on a sample of the mutants (``[mutants] trials-sample``); absent without.
+    evaluator: GeneratedTrialStrength | None = None
 
 
 def generated_strength_of(summary: dict, seed: int) -> GeneratedStrength:  # type: ignore[type-arg]
@@ -152,6 +211,7 @@ def generated_strength_of(summary: dict, seed: int) -> GeneratedStrength:  # typ
                            find=m["find"], replace=m["replace"], reason=m["reason"])
             for m in summary["mutants"] if m["status"] == "Survived"
         ],
+        evaluator=None if summary.get("evaluatorTrials") is None else trial_strength_of(summary["evaluatorTrials"]),
     )
 
 
@@ -198,6 +258,8 @@ def write_suite_strength(document: SuiteStrength, path: Path) -> None:
     wire = to_wire(document)
     if wire.get("generatedStrength") is None:
         wire.pop("generatedStrength", None)  # a suite that does not opt in keeps its document's bytes
+    elif wire["generatedStrength"].get("evaluator") is None:
+        wire["generatedStrength"].pop("evaluator", None)  # nor does one that samples no evaluator trials
     write_artifact(path, wire)
 
 

@@ -44,7 +44,13 @@ from typing import Any
 
 from flows.output import write_atomically
 from flows.strength_baseline import GateResult
-from flows.strength_document import VECTOR_CLASSES, ClassStrength, StrengthVector, SuiteStrength
+from flows.strength_document import (
+    VECTOR_CLASSES,
+    ClassStrength,
+    GeneratedTrialStrength,
+    StrengthVector,
+    SuiteStrength,
+)
 
 REPORT_FILE = "strength-report.html"
 #: Key of the Prefect link artifact pointing at the HTML report.
@@ -70,12 +76,12 @@ class RunCounts:
     total_seconds: float = 0.0
 
     def sentence(self) -> str:
-        """The one-line cost summary ("N leg(s) run and M answered from cache ...", harness.md A.6)."""
-        collapsed = f" ({self.legs_collapsed} collapsed onto an identical leg)" if self.legs_collapsed else ""
+        """The one-line cost summary ("N legs run and M answered from cache ...", harness.md A.6; the wording of pre-flight's line)."""
+        collapsed = f" ({self.legs_collapsed} collapsed onto an identical leg of this run)" if self.legs_collapsed else ""
         return (
-            f"{self.legs_spawned} leg(s) run and {self.legs_cached} answered from cache{collapsed}, "
-            f"{self.spawned_seconds:.1f}s spent in legs; "
-            f"{self.scores_run} probe(s) re-scored and {self.scores_cached} answered from cache"
+            f"{self.legs_spawned} legs run and {self.legs_cached} answered from cache{collapsed}, "
+            f"{self.spawned_seconds:.1f} s spent in legs; "
+            f"{self.scores_run} probes re-scored and {self.scores_cached} answered from cache"
         )
 
 
@@ -751,12 +757,42 @@ def survived_section(doc: SuiteStrength) -> str:
     kind = f"a sample of {line.valid} of {line.population} valid mutants, seed {line.seed}" if line.sampled else "every valid mutant"
     parts = [f'<h4 id="survived-{html.escape(doc.suite)}">Generated mutants: kill score {line.detected}/{line.valid} = '
              f"{html.escape(score)} ({html.escape(kind)}); {len(line.survived)} survived</h4>"]
+    if line.evaluator is not None:
+        parts.append(evaluator_trials_block(line.evaluator))
     for mutant in line.survived:
         diff = mutation_diff({"target": mutant.target, "find": mutant.find, "replace": mutant.replace})
         parts.append(f"<details><summary>{html.escape(mutant.mutant_id)} &middot; {html.escape(mutant.mutator_name)} "
                      f"&middot; {html.escape(mutant.target)}:{mutant.line} &mdash; {html.escape(mutant.reason)}</summary>"
                      f"{_diff_html(diff)}</details>")
     return "".join(parts)
+
+
+def _detection_text(caught: int, exercised: int, rate: float | None, interval: list[float] | None) -> str:
+    shown = "n/a" if rate is None else f"{rate:.2f}"
+    bounds = "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+    return f"{caught}/{exercised} = {shown}{bounds}"
+
+
+def evaluator_trials_block(trials: GeneratedTrialStrength) -> str:
+    """The evaluator's strength over the sampled generated mutants: detection and agreement with the oracles
+    (Wilson intervals), then one row per sampled mutant, its oracle verdict beside the evaluator's."""
+    detection, agreement = trials.detection, trials.agreement
+    sampled = ", ".join(f"{n} {name}" for name, n in trials.sampled.items())
+    strata = "; ".join(f"on {name} mutants {_detection_text(e.caught, e.exercised, e.rate, e.interval95)}"
+                       for name, e in trials.by_oracle_verdict.items())
+    head = (f"<p>Evaluator trials on {len(trials.mutants)} sampled mutants ({html.escape(sampled)}; seed {trials.seed}, "
+            f"{trials.trials_per_mutant} trials each): detection "
+            f"{_detection_text(detection.caught, detection.exercised, detection.rate, detection.interval95)} "
+            f"({html.escape(strata)}); agreement with the oracles "
+            f"{_detection_text(agreement.agree, agreement.compared, agreement.rate, agreement.interval95)}</p>")
+    rows = "".join(
+        f"<tr><td>{html.escape(m.mutant_id)}</td><td>{html.escape(m.oracle_verdict)}</td>"
+        f"<td>{html.escape(m.evaluator_verdict or 'not exercised')}</td><td>{m.caught_count}/{m.valid_count}</td>"
+        f"<td>{'n/a' if m.agrees is None else ('yes' if m.agrees else 'no')}</td></tr>"
+        for m in trials.mutants
+    )
+    return (head + '<table class="probes"><thead><tr><th>mutant</th><th>oracles</th><th>evaluator</th>'
+            f"<th>detected in</th><th>agree</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def render_html(report: StrengthReport) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,16 +149,13 @@ def _probe_files(directory: Path) -> list[tuple[Path, Any]]:
 
 
 def _staged_digests(directory: Path, probes: tuple[Mapping[str, Any], ...]) -> dict[str | None, str]:
-    """Stage the clean system and each probe's mutation once, to digest what every leg will see."""
-    digests: dict[str | None, str] = {}
+    """What every leg will see, digested without staging: the clean system and each probe's mutation."""
     mutations = suite_load.load_mutations(directory)
     wanted = [None] + [mutations[p["probeId"]] for p in probes if p["probeId"] in mutations]
-    for mutation in wanted:
-        with tempfile.TemporaryDirectory(prefix="evalquality-stage-") as scratch:
-            staged = staging.stage_workspace(directory, Path(scratch) / "ws", mutation)
-            key = None if mutation is None else mutation.mutation_id
-            digests[key] = digest_composite({"system": staged.system_digest, "work": staged.work_digest})
-    return digests
+    return {
+        key: digest_composite({"system": system, "work": work})
+        for key, (system, work) in staging.staged_digests(directory, wanted).items()
+    }
 
 
 def load_suite(directory: Path) -> Suite:

@@ -50,6 +50,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import sqlite3
 import stat
@@ -69,7 +70,7 @@ from evalquality_core.artifacts.port_messages import (
     McpProbeObservation,
     read_probe_observation,
 )
-from evalquality_core.canonical.digest import digest_artifact, digest_composite
+from evalquality_core.canonical.digest import NotBound, digest_artifact, digest_composite, parse_bound
 from evalquality_core.canonical.json import canonical_bytes, scan_json
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
 
@@ -171,6 +172,29 @@ def encode_entry(key: str, record: Mapping[str, Any]) -> str:
     return canonical_bytes(entry).decode("utf-8")
 
 
+#: The tail of an entry as ``encode_entry`` writes it: ``,"recordDigest":"sha256:<64 hex>"}``.
+_TAIL_HEAD = ',"recordDigest":"'
+_TAIL_LENGTH = len(_TAIL_HEAD) + len("sha256:") + 64 + len('"}')
+
+
+def _bound_record(key: str, text: str) -> dict[str, Any] | None:
+    """The record of an entry laid out exactly as ``encode_entry`` writes it, when its bytes are bound to
+    the recorded digest (``parse_bound``: no canonical re-encoding to check it); None sends the entry to
+    the strict reader of ``decode_entry``, which names what is wrong with it."""
+    head = (
+        '{"format":' + json.dumps(ENTRY_FORMAT) + ',"key":' + json.dumps(key)
+        + ',"keyDigest":' + json.dumps(_key_digest(key)) + ',"record":'
+    )
+    tail = text[-_TAIL_LENGTH:]
+    if not text.startswith(head) or not tail.startswith(_TAIL_HEAD) or not tail.endswith('"}'):
+        return None
+    try:
+        record = parse_bound(text[len(head):-_TAIL_LENGTH].encode("utf-8"), tail[len(_TAIL_HEAD):-2])
+    except (NotBound, UnicodeEncodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 class EntryRejected(ValueError):
     """A stored entry failed verification; ``str()`` says why (one short clause)."""
 
@@ -179,6 +203,9 @@ def decode_entry(key: str, text: Any) -> dict[str, Any]:
     """The verified record of a stored entry, or ``EntryRejected`` naming the first check it fails."""
     if not isinstance(text, str):
         raise EntryRejected(f"it is stored as {type(text).__name__}, not JSON text")
+    record = _bound_record(key, text)
+    if record is not None:
+        return _checked_record(key, record)
     try:
         entry = scan_json(text, "LegCacheEntry")
     except EvalQualityFault as fault:
@@ -196,6 +223,11 @@ def decode_entry(key: str, text: Any) -> dict[str, Any]:
         raise EntryRejected("its record is not an object")
     if entry["recordDigest"] != digest_artifact(record):
         raise EntryRejected("its record digest does not match (the record was altered or cut)")
+    return _checked_record(key, record)
+
+
+def _checked_record(key: str, record: dict[str, Any]) -> dict[str, Any]:
+    """The record, once it names its key and holds a valid cli, api or mcp observation."""
     if record.get("key") != key:
         raise EntryRejected("its record names another key")
     try:

@@ -318,7 +318,7 @@ def leg_call(request: Mapping[str, Any]) -> str:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "") -> State:
+def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "", expected_faults: bool = False) -> State:
     """Answer one leg from the leg cache or by one live spawn; end in the state saying which (module docstring).
 
     ``call`` is ``leg_call(job.request)``: it names a tool-server leg's tool in the run name, the log
@@ -326,7 +326,9 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
 
     A fault (timeout, denial, a cache miss under ``--from-cache``) is never cached; the task run ends
     ``Failed`` with the fault's one-line message (no traceback: a fault is a finding about the
-    environment, not a bug), and ``result()`` re-raises the fault itself.
+    environment, not a bug), and ``result()`` re-raises the fault itself. With ``expected_faults``
+    (a mutant's leg, flows/mutants.py: a mutant that hangs is a finding, not an error) the run ends
+    ``Completed`` named ``Faulted`` instead, logged at INFO, and ``result()`` returns the fault.
     """
     from prefect.runtime import flow_run
 
@@ -339,8 +341,10 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
         )
     except EvalQualityFault as fault:
         message = f"{fault.code}: {fault.artifact_path}: {fault.detail}"
-        _log(logging.WARNING, f"{leg}: fault: {message}")
+        _log(logging.INFO if expected_faults else logging.WARNING, f"{leg}: fault: {message}")
         _tell(job.invocation, "fault", leg)
+        if expected_faults:
+            return Completed(name="Faulted", message=message, data=fault)
         return Failed(message=message, data=fault)
     state = leg_state(answer)
     if answer.source == "spawned":

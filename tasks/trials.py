@@ -1,7 +1,8 @@
 """Live trials as Prefect work: ``run-trial`` (one per suite, probe, trial index) and ``seal-record``.
 
 ``run-trial`` (run name ``trial/<suite>/<probe>/<n>``) stages a fresh workspace (the probe's mutation for a
-defect or gameability probe, the clean system for a control), drives the contract's interaction plan
+defect or gameability probe, the clean system for a control, a generated mutant's edit for a sampled
+mutant, where ``<probe>`` is the mutant id), drives the contract's interaction plan
 through our command-line adapter (``evalquality_core.suite.evaluator.run_staged``), hands the sealed brief
 and the observations to the suite's evaluator command (``evalquality_core.suite.evaluator_protocol``) and
 returns its judgement. It is cached by :func:`trial_key`, the digests of everything that decides a trial:
@@ -69,13 +70,15 @@ def trial_key(
 
 @dataclass(frozen=True, eq=False)
 class TrialJob:
-    """What ``run-trial`` needs: the suite folder, the contract and brief (wire), the command, and the key."""
+    """What ``run-trial`` needs: the suite folder, the contract and brief (wire), the command, and the key;
+    ``mutation`` stages a generated mutant (issue 18) instead of the probe's declared mutation."""
 
     suite_dir: str
     contract: Mapping[str, Any]
     brief: Mapping[str, Any]
     command: EvaluatorCommand
     key: str
+    mutation: Any | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def _drive_and_judge(probe_id: str, trial_index: int, job: TrialJob) -> TrialAns
 
     try:
         suite = load_suite(Path(job.suite_dir))
-        mutation = mutation_for_probe(suite.root, probe_id)
+        mutation = job.mutation if job.mutation is not None else mutation_for_probe(suite.root, probe_id)
         requests, observations, _ = run_staged(suite, mutation)
     except (SuiteError, EvalQualityFault) as problem:
         raise TrialFault("port", f"the system could not be driven: {problem}") from None

@@ -7,11 +7,13 @@ strings, so two different field sets can never collide by juxtaposition.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalquality_core.canonical.json import canonical_bytes, scan_json
+from evalquality_core.canonical.json import canonical_bytes, nesting_too_deep, scan_json
 from evalquality_core.registries import COMPOSITE_PROTOCOL, DIGEST_PATTERN, DIRECTORY_PROTOCOL
 
 _DIGEST_RE = re.compile(DIGEST_PATTERN)
@@ -32,6 +34,41 @@ def digest_artifact(value: Any) -> str:
 def digest_json(data: bytes | str) -> str:
     """Scan raw JSON strictly (duplicate keys refused) and digest the parsed value."""
     return digest_artifact(scan_json(data))
+
+
+class NotBound(ValueError):
+    """Bytes that :func:`parse_bound` will not vouch for; the caller takes its strict path."""
+
+
+def _refuse_constant(literal: str) -> Any:
+    raise NotBound(f"{literal} is not JSON")
+
+
+def _finite_float(literal: str) -> float:
+    number = float(literal)
+    if not math.isfinite(number):
+        raise NotBound(f"{literal} overflows")
+    return number
+
+
+def parse_bound(data: bytes, digest: str) -> Any:
+    """The JSON value of ``data`` when ``digest`` is ``sha256:`` + the SHA-256 of exactly these bytes.
+
+    For a store that wrote ``canonical_bytes(value)`` beside ``digest_artifact(value)``: the digest of the
+    bytes as stored *is* the artifact digest, so checking it binds the parsed value to the recorded digest
+    without re-encoding the value canonically (the slow part of a strict read). Raises :class:`NotBound`
+    on a mismatch, a NaN/Infinity literal, an overflowing number, nesting past the limit or bad syntax:
+    the caller then reads strictly (``scan_json`` and ``digest_artifact``), which names what is wrong.
+    The digest binds bytes; like the strict path, it is no defence against a writer who recomputes it.
+    """
+    if digest_bytes(data) != digest:
+        raise NotBound("the digest does not match these bytes")
+    if nesting_too_deep(data):
+        raise NotBound("nested too deep")
+    try:
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:
+        raise NotBound(str(exc)[:80]) from None
 
 
 def digest_composite(fields: Mapping[str, Any]) -> str:

@@ -187,6 +187,11 @@ def _max_depth_exceeded(text: str) -> bool:
     return False
 
 
+def nesting_too_deep(text: str | bytes) -> bool:
+    """Whether JSON text nests deeper than ``MAX_NESTING_DEPTH`` (what ``scan_json`` refuses as too deep)."""
+    return _max_depth_exceeded(text if isinstance(text, str) else text.decode("utf-8", errors="replace"))
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, member in pairs:

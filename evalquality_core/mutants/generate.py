@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalquality_core.canonical import digest_bytes
-from evalquality_core.mutants.edits import edit_between
+from evalquality_core.mutants.edits import apply_edit, edit_between
 from evalquality_core.mutants.filter import Rejection, StaticFilter, compile_problem
 from evalquality_core.mutants.operators import MUTATOR_NAMES, OPERATOR_NAMES, candidates
 from evalquality_core.mutants.select import per_line, sample
@@ -192,3 +192,72 @@ def generate(
         lines_of_code=lines,
         settings={"operators": list(operators), "sample": sample_size, "seed": seed, "perLine": per_line_limit},
     )
+
+
+# ------------------------------------------------------------------ a generation as JSON (its cache)
+
+
+def generation_record(generation: Generation) -> dict[str, Any]:
+    """The generation as plain JSON, every field but the mutated texts (``generation_from_record``
+    rebuilds them from the sources: a record is a fraction of their size)."""
+    return {
+        "kept": [
+            {"mutantId": m.mutant_id, "probeId": m.probe_id, "operator": m.operator, "target": m.target, "find": m.find,
+             "replace": m.replace, "start": list(m.start), "end": list(m.end), "original": m.original,
+             "replacement": m.replacement, "sourceDigest": m.source_digest}
+            for m in generation.kept
+        ],
+        "rejected": [
+            {"mutantId": r.mutant_id, "operator": r.operator, "target": r.target, "start": list(r.start),
+             "end": list(r.end), "original": r.original, "replacement": r.replacement,
+             "status": r.rejection.status, "reason": r.rejection.reason}
+            for r in generation.rejected
+        ],
+        "valid": generation.valid_count,
+        "unselected": list(generation.unselected),
+        "candidatesPerOperator": dict(generation.candidates_per_operator),
+        "linesOfCode": dict(generation.lines_of_code),
+        "settings": dict(generation.settings),
+    }
+
+
+def _position(value: Any) -> tuple[int, int]:
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)):
+        raise ValueError(f"not a position: {value!r}")
+    return (value[0], value[1])
+
+
+def generation_from_record(record: Mapping[str, Any], sources: Mapping[str, str]) -> Generation:
+    """The :class:`Generation` a :func:`generation_record` describes, for the same ``sources``.
+
+    Every kept mutant is checked against the sources before it is trusted: its original file's digest,
+    its content-addressed id, and its edit applying exactly once (the mutated text is rebuilt from it).
+    Anything that does not fit raises ``ValueError`` (the caller regenerates)."""
+    try:
+        kept = []
+        for m in record["kept"]:
+            text = sources[m["target"]]
+            start, end = _position(m["start"]), _position(m["end"])
+            if m["sourceDigest"] != digest_bytes(text.encode("utf-8")):
+                raise ValueError(f"{m['target']}: the source changed since the generation")
+            if m["mutantId"] != mutant_id_of(m["target"], start, m["operator"], m["replacement"]):
+                raise ValueError(f"{m['mutantId']}: the id does not match the mutant")
+            kept.append(GeneratedMutant(
+                mutant_id=m["mutantId"], probe_id=m["probeId"], operator=m["operator"], target=m["target"],
+                find=m["find"], replace=m["replace"], start=start, end=end, original=m["original"],
+                replacement=m["replacement"], source_digest=m["sourceDigest"],
+                mutated_text=apply_edit(text, m["find"], m["replace"]),
+            ))
+        rejected = tuple(
+            RejectedMutant(r["mutantId"], r["operator"], r["target"], _position(r["start"]), _position(r["end"]),
+                           r["original"], r["replacement"], Rejection(r["status"], r["reason"]))
+            for r in record["rejected"]
+        )
+        return Generation(
+            kept=tuple(kept), rejected=rejected, valid_count=int(record["valid"]),
+            unselected=tuple(str(i) for i in record["unselected"]),
+            candidates_per_operator=dict(record["candidatesPerOperator"]), lines_of_code=dict(record["linesOfCode"]),
+            settings=dict(record["settings"]),
+        )
+    except (KeyError, TypeError, AttributeError) as problem:
+        raise ValueError(f"not a generation record: {type(problem).__name__}: {problem}") from None

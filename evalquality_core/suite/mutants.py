@@ -149,7 +149,9 @@ __all__ = [
 def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str, Any]) -> tuple[bool, str, bytes | None]:
     """Qualify a derived probe with the suite's generator cycle (clean → mutate → mutated → restore →
     clean) in a disposable copy of the suite (its trials and evidence left out): ``(admitted, why,
-    the generated probe's bytes)``. A probe the cycle refuses, or the AD-9 gate refuses, says why."""
+    the generated probe's bytes)``. A probe the cycle refuses, or the AD-9 gate refuses, says why.
+    The cycle runs through the suite's own adapter (``adapter_for``), so an api suite's service and an
+    mcp suite's tool server are started as real child processes for every arm, as for a command."""
     import shutil
     import tempfile
 
@@ -191,8 +193,9 @@ def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str
 
 
 #: The keys of ``suite.toml``'s ``[mutants]`` table (the nightly opt-in): ``nightly`` (bool, required),
-#: ``sample`` (N valid mutants, default 50), ``seed`` (default 0), ``per-line`` and ``operators``.
-MUTANTS_SETTINGS_KEYS: frozenset[str] = frozenset({"nightly", "sample", "seed", "per-line", "operators"})
+#: ``sample`` (N valid mutants, default 50), ``seed`` (default 0), ``per-line``, ``operators`` and
+#: ``trials-sample`` (N Killed/Survived mutants put through live evaluator trials; default none).
+MUTANTS_SETTINGS_KEYS: frozenset[str] = frozenset({"nightly", "sample", "seed", "per-line", "operators", "trials-sample"})
 #: The nightly's default sample: enough for an interval of about ±0.13 at a score near 0.5.
 NIGHTLY_SAMPLE = 50
 
@@ -209,10 +212,10 @@ def nightly_settings(suite: str | Path) -> dict[str, Any] | None:
     where = suite_dir(suite) / "suite.toml"
     if not isinstance(table, dict) or set(table) - MUTANTS_SETTINGS_KEYS or not isinstance(table.get("nightly"), bool):
         raise StagingError(f"{where}: [mutants] takes nightly = true|false and optionally "
-                           f"sample, seed, per-line, operators")
+                           f"sample, seed, per-line, operators, trials-sample")
     if not table["nightly"]:
         return None
-    for key in ("sample", "seed", "per-line"):
+    for key in ("sample", "seed", "per-line", "trials-sample"):
         if key in table and (not isinstance(table[key], int) or isinstance(table[key], bool) or table[key] < (0 if key == "seed" else 1)):
             raise StagingError(f"{where}: [mutants] {key} must be a {'non-negative' if key == 'seed' else 'positive'} integer")
     try:
@@ -220,4 +223,4 @@ def nightly_settings(suite: str | Path) -> dict[str, Any] | None:
     except (UnknownOperator, TypeError) as problem:
         raise StagingError(f"{where}: [mutants] operators: {problem}") from None
     return {"sample": table.get("sample", NIGHTLY_SAMPLE), "seed": table.get("seed", 0),
-            "per_line": table.get("per-line"), "operators": list(operators)}
+            "per_line": table.get("per-line"), "operators": list(operators), "trials_sample": table.get("trials-sample")}

@@ -16,11 +16,14 @@ generator stage one per trial with :func:`stage_workspace`.
 
 from __future__ import annotations
 
+import posixpath
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalquality_core.canonical.digest import digest_bytes, digest_directory
 from evalquality_core.suite.load import (
     Mutation,
     StagingError,
@@ -39,6 +42,7 @@ __all__ = [
     "mutation_for_leg",
     "stage_for_leg",
     "stage_workspace",
+    "staged_digests",
     "tree_digest",
 ]
 
@@ -132,3 +136,63 @@ def stage_workspace(
 def stage_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str, destination: Path) -> StagedWorkspace:
     """Stage the workspace one pre-flight leg of ``probe`` runs in (see :func:`mutation_for_leg`)."""
     return stage_workspace(suite, destination, mutation_for_leg(suite, probe, leg_id))
+
+
+def _members(root: Path, prefix: str = "") -> dict[str, str]:
+    """``tree_digest``'s members of ``root`` (relative '/' paths under ``prefix`` → raw-bytes digests)."""
+    return {
+        posixpath.normpath(posixpath.join(prefix, path.relative_to(root).as_posix())): digest_bytes(path.read_bytes())
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _digest_of(members: dict[str, str], where: Path) -> str:
+    if not members:
+        raise StagingError(f"{where}: nothing to digest")
+    return digest_directory(members)
+
+
+def staged_digests(
+    suite: str | Path, mutations: Iterable[Mutation | None]
+) -> dict[str | None, tuple[str, str]]:
+    """What :func:`stage_workspace` would record as ``(system_digest, work_digest)`` for each of
+    ``mutations`` (``None``: the clean system), keyed by mutation id, computed without copying anything.
+
+    Planning keys every leg by these digests, and copying the system and fixtures once per probe only to
+    digest the copy was most of a cached pre-flight's own cost (benchmarks/bench_scale.py). The refusals
+    are :func:`stage_workspace`'s (symlinks, a target that is not a file, a ``find`` not there exactly
+    once, a fixture set that is not a folder); a test holds the digests equal to a real staging's.
+    """
+    source = suite_dir(suite)
+    settings = read_suite_settings(source)
+    system = system_dir_of(source)
+    if not system.is_dir():
+        raise StagingError(f"{system}: the system to stage is not a directory")
+    refuse_links(system)
+    clean = _members(system)
+    work: dict[str, str] = {}
+    for fixture_set, place in sorted(settings["fixtures"].items()):
+        fixture = source / "fixtures" / fixture_set
+        if not fixture.is_dir():
+            raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
+        refuse_links(fixture)
+        work.update(_members(fixture, place))  # a later set's file replaces an earlier one's, as copytree does
+    folders = {posixpath.dirname(path) for path in work}
+    clash = sorted(path for path in work if any(folder == path or folder.startswith(path + "/") for folder in folders))
+    if clash:
+        raise StagingError(f"{source / 'fixtures'}: {clash[0]} is a file in one fixture set and a folder in another")
+    work_digest = _digest_of(work, source / "fixtures")
+    digests: dict[str | None, tuple[str, str]] = {}
+    for mutation in mutations:
+        members = clean
+        if mutation is not None:
+            relative = Path(mutation.target).relative_to("system").as_posix()
+            target = system / relative
+            if relative not in clean or not target.is_file():
+                raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
+            # read_text/encode as stage_workspace's read_text/write_text do (universal newlines)
+            members = {**clean, relative: digest_bytes(mutation.apply(target.read_text(encoding="utf-8")).encode("utf-8"))}
+        key = None if mutation is None else mutation.mutation_id
+        digests[key] = (_digest_of(members, system), work_digest)
+    return digests

@@ -145,8 +145,8 @@ def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(
     second = run(corpus, out)
     assert second.exit_code == 0, second.summary_lines()
     assert (second.counts.legs_spawned, second.counts.scores_run, second.counts.scores_cached) == (0, 0, 2)
-    assert second.summary_lines()[0].startswith("0 leg(s) run and ")
-    assert "0 probe(s) re-scored and 2 answered from cache" in second.summary_lines()[0]
+    assert second.summary_lines()[0].startswith("0 legs run and ")
+    assert "0 probes re-scored and 2 answered from cache" in second.summary_lines()[0]
     assert (out / COST_FILE).read_bytes() == cost  # a cached night never overwrites the spending night's record
     assert read_suite_strength(folder / "contract-strength.json") == document
     assert len(json.loads((out / HISTORY_FILE).read_text())["nights"]) == 2
@@ -155,7 +155,7 @@ def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(
     table = Artifact.get("strength-notes")
     assert table is not None and "P-001" in str(table.data)
     summary = Artifact.get("contract-strength-summary")
-    assert summary is not None and "0 probe(s) re-scored and 2 answered from cache" in str(summary.data)
+    assert summary is not None and "0 probes re-scored and 2 answered from cache" in str(summary.data)
     link = Artifact.get("strength-report")
     # Prefect 3 stores a link artifact as markdown: [text](link).
     assert link is not None and f"]({(out / REPORT_FILE).resolve().as_uri()})" in str(link.data)

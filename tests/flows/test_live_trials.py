@@ -245,7 +245,7 @@ def test_a_killed_live_night_resumes_without_re_running_answered_trials(tmp_path
     rerun = len(calls(marker)) - started_before
     # Every trial answered before the kill came from the cache; only the rest ran (one in flight may repeat).
     assert TRIALS - answered_before <= rerun <= TRIALS - answered_before + 1, (answered_before, rerun)
-    assert f"{rerun} trial(s) run and {TRIALS - rerun} answered from cache" in resumed.stdout
+    assert f"{rerun} trials run and {TRIALS - rerun} answered from cache" in resumed.stdout
 
 
 def _stored(folder: Path) -> dict[str, dict]:

@@ -106,12 +106,19 @@ def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Pa
     assert entries[stillborn["mutantId"]]["coveredBy"] == by_id[stillborn["mutantId"]]["coveredBy"]
     assert first.costs.legs_spawned > 0 and first.costs.plans_spawned > 0
     assert re.search(r"kill score 2/5 = 0\.40", suite_line(first.suites[0]))
-    # Again: every leg from the leg cache, every plan from the plan cache, the timeout remembered.
+    # Every class the first run decided was freshly observed: nothing rests on a remembered fault.
+    assert summary["rememberedFaults"] == 0 and {m["outcomes"] for m in summary["mutants"]} == {"run", "none"}
+    # Again: the clean arm from the leg and plan caches, every covered mutant from the outcome store (no
+    # task run for it), and the Timeout said to rest on a remembered fault.
     again = _run(suites, out, home, sorted(chosen))
     assert (again.costs.legs_spawned, again.costs.plans_spawned) == (0, 0), again.costs.line()
-    assert again.costs.legs_cached > 0 and again.costs.legs_remembered > 0 and again.costs.plans_cached > 0
+    assert again.costs.legs_cached > 0 and again.costs.plans_cached > 0
+    assert (again.costs.mutants_from_store, again.costs.mutants_run) == (len(chosen) - 1, 0)
+    assert again.costs.generation == {"notes": "cache"}
     summary_again = json.loads((out / "notes" / "mutants-summary.json").read_text())
     assert {m["mutantId"]: (m["class"], m["status"]) for m in summary_again["mutants"]} == chosen
+    assert [m["class"] for m in summary_again["mutants"] if m["remembered"]] == ["Timeout"]
+    assert summary_again["rememberedFaults"] == 1 and "1 remembered" in suite_line(again.suites[0])
     # A changed contract (an oracle's commentary) re-classifies from the caches: no leg or plan re-spawns.
     contract_path = suites / "notes" / "contract.json"
     contract = json.loads(contract_path.read_text())

@@ -31,8 +31,11 @@ def test_the_opt_in_reads_its_table_with_defaults_and_refuses_a_bad_one(tmp_path
     assert nightly_settings(_suite_with(tmp_path / "a", "")) is None
     assert nightly_settings(_suite_with(tmp_path / "b", "[mutants]\nnightly = false\n")) is None
     chosen = nightly_settings(_suite_with(tmp_path / "c", '[mutants]\nnightly = true\nseed = 3\noperators = ["comparison"]\n'))
-    assert chosen == {"sample": NIGHTLY_SAMPLE, "seed": 3, "per_line": None, "operators": ["comparison"]}
+    assert chosen == {"sample": NIGHTLY_SAMPLE, "seed": 3, "per_line": None, "operators": ["comparison"], "trials_sample": None}
+    trialled = nightly_settings(_suite_with(tmp_path / "d", "[mutants]\nnightly = true\ntrials-sample = 4\n"))
+    assert trialled is not None and trialled["trials_sample"] == 4
     for bad in ("[mutants]\nsample = 4\n", "[mutants]\nnightly = true\nsample = 0\n",
+                "[mutants]\nnightly = true\ntrials-sample = 0\n", '[mutants]\nnightly = true\ntrials-sample = "2"\n',
                 '[mutants]\nnightly = true\noperators = ["nope"]\n', "[mutants]\nnightly = true\ncolour = 1\n"):
         with pytest.raises(StagingError, match="suite.toml"):
             nightly_settings(_suite_with(tmp_path / str(abs(hash(bad))), bad))
@@ -67,7 +70,7 @@ def test_an_opted_in_suite_gets_its_generated_line_and_survivors_in_the_report(t
 
     corpus = make_corpus(tmp_path)
     settings = corpus / "suites" / "notes" / "suite.toml"
-    settings.write_text(settings.read_text() + "\n[mutants]\nnightly = true\nsample = 3\nseed = 11\n")
+    settings.write_text(settings.read_text() + "\n[mutants]\nnightly = true\nsample = 3\nseed = 11\ntrials-sample = 2\n")
     out = tmp_path / "out"
     result = run(corpus, out)
     assert result.exit_code == 0, result.summary_lines()
@@ -85,3 +88,13 @@ def test_an_opted_in_suite_gets_its_generated_line_and_survivors_in_the_report(t
         assert any(f'<span class="add">+{html.escape(row)}' in page for row in mutant["replace"].splitlines() if row.strip())
     raw = json.loads((out / "notes" / "contract-strength.json").read_text())
     assert "generatedStrength" in raw
+    # trials-sample: the evaluator's trials on sampled mutants, in the summary, the document and the report.
+    trials = summary["evaluatorTrials"]
+    assert line.evaluator is not None and len(line.evaluator.mutants) == len(trials["rows"]) > 0
+    assert [m.mutant_id for m in line.evaluator.mutants] == [row["mutantId"] for row in trials["rows"]]
+    assert line.evaluator.detection.caught == trials["strength"]["detection"]["caught"]
+    assert raw["generatedStrength"]["evaluator"]["agreement"]["compared"] == trials["strength"]["agreement"]["compared"]
+    for row in trials["rows"]:
+        assert (out / "mutants" / "notes" / "trials" / row["mutantId"] / "trial-1" / "sealed-run-record.json").is_file()
+        assert row["mutantId"] in page
+    assert f"Evaluator trials on {len(trials['rows'])} sampled mutants" in page

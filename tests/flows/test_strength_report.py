@@ -180,8 +180,8 @@ def test_summary_markdown_names_vectors_counts_and_moves(conformance, tmp_path):
     text = summary_markdown(_report(conformance, tmp_path, gate))
     assert "Gate: **exit 1**" in text
     assert "- test-review P-004: verdict moved CONCERNS -&gt; FAIL" in text
-    assert "3 leg(s) run and 160 answered from cache" in text
-    assert "2 probe(s) re-scored and 57 answered from cache" in text
+    assert "3 legs run and 160 answered from cache" in text
+    assert "2 probes re-scored and 57 answered from cache" in text
     assert "| test-review | tea-test-review-behavioral | 11 | 9/9 (1.00) | 0/0 (-) | n/a |" in text
 
 

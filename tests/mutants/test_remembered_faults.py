@@ -1,40 +1,58 @@
-"""What a mutants run remembers on disk is read back only from a regular file under the input cap:
-a FIFO or an oversized file planted where a remembered fault lives is not remembered (and never hangs)."""
+"""Remembered mutant-leg faults live in the outcome store's verified SQLite entries (tasks/mutants.py):
+bound to their leg key by the entry's key and record digest, never by a file name. A planted file in the
+old ``mutant-faults/`` folder, an entry altered after it was written, one stored under another key, or
+text that is not an entry at all is not remembered (and is deleted, so the leg runs again)."""
 
 from __future__ import annotations
 
-import os
-import threading
+import json
+import sqlite3
 from pathlib import Path
 
-from tasks.mutants import _fault_path, remember_fault, remembered_fault
+from tasks.mutants import close_plan_store, remember_fault, remembered_fault
 
 KEY = "ab" * 32
+
+
+def _rows(cache: Path) -> dict[str, str]:
+    with sqlite3.connect(cache / "mutant-outcomes" / "legs.sqlite3") as db:
+        return dict(db.execute("SELECT key, entry FROM legs").fetchall())
+
+
+def _put(cache: Path, key: str, text: str) -> None:
+    with sqlite3.connect(cache / "mutant-outcomes" / "legs.sqlite3") as db:
+        db.execute("INSERT OR REPLACE INTO legs (key, entry) VALUES (?, ?)", (key, text))
 
 
 def test_a_remembered_fault_reads_back_bound_to_its_key(tmp_path: Path) -> None:
     remember_fault(str(tmp_path), KEY, "budget-exhausted", "the leg ran past 2000 ms")
     assert remembered_fault(str(tmp_path), KEY) == {"code": "budget-exhausted", "detail": "the leg ran past 2000 ms"}
-    # Filed under another key, it answers nothing.
-    os.replace(_fault_path(str(tmp_path), KEY), _fault_path(str(tmp_path), "cd" * 32))
     assert remembered_fault(str(tmp_path), "cd" * 32) is None
+    close_plan_store(str(tmp_path))
 
 
-def test_a_fifo_planted_as_a_remembered_fault_is_not_read_and_does_not_hang(tmp_path: Path) -> None:
-    path = _fault_path(str(tmp_path), KEY)
-    path.parent.mkdir(parents=True)
-    os.mkfifo(path)
-    answers: list[object] = []
-    reader = threading.Thread(target=lambda: answers.append(remembered_fault(str(tmp_path), KEY)), daemon=True)
-    reader.start()
-    reader.join(10)
-    assert not reader.is_alive(), "reading a planted FIFO blocked"
-    assert answers == [None]
-
-
-def test_an_oversized_remembered_fault_is_not_read(tmp_path: Path, monkeypatch) -> None:
-    remember_fault(str(tmp_path), KEY, "budget-exhausted", "x" * 4096)
-    monkeypatch.setenv("EVALQUALITY_MAX_INPUT_BYTES", "1024")
+def test_a_planted_file_where_faults_used_to_live_is_not_remembered(tmp_path: Path) -> None:
+    planted = tmp_path / "mutant-faults" / f"{KEY}.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(json.dumps({"key": KEY, "code": "budget-exhausted", "detail": "maxElapsedMs 1"}))
     assert remembered_fault(str(tmp_path), KEY) is None
-    monkeypatch.setenv("EVALQUALITY_MAX_INPUT_BYTES", str(1 << 20))
-    assert remembered_fault(str(tmp_path), KEY) is not None
+    close_plan_store(str(tmp_path))
+
+
+def test_altered_moved_or_malformed_entries_are_not_remembered_and_are_deleted(tmp_path: Path) -> None:
+    cache = tmp_path
+    remember_fault(str(cache), KEY, "forbidden-target", "denied")
+    entry = _rows(cache)[f"leg-fault/{KEY}"]
+    # The record altered to say Timeout, its digest left as written.
+    _put(cache, f"leg-fault/{KEY}", entry.replace("forbidden-target", "budget-exhausted"))
+    assert remembered_fault(str(cache), KEY) is None
+    assert f"leg-fault/{KEY}" not in _rows(cache)
+    # A whole, consistent entry moved under another leg's key.
+    _put(cache, f"leg-fault/{'cd' * 32}", entry)
+    assert remembered_fault(str(cache), "cd" * 32) is None
+    # Not an entry at all, and a truncated one.
+    for text in ("Timeout", entry[: len(entry) // 2]):
+        _put(cache, f"leg-fault/{KEY}", text)
+        assert remembered_fault(str(cache), KEY) is None
+    assert _rows(cache) == {}
+    close_plan_store(str(cache))

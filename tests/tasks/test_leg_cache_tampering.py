@@ -202,3 +202,35 @@ def test_identical_hanging_legs_collapse_into_one_spawn(tmp_path):
     assert costs == [(False, False)] * 5 + [(True, True)]
     assert cache.lookup("k-hang") is None  # never cached: the next invocation tries again
     assert LegCache(tmp_path / "cache").answer("k-hang", REQUEST, _spawner(marker)).source == "spawned"
+
+
+def _strictly(key: str, text: str) -> dict:
+    """What the strict reader alone makes of an entry (an indented copy never takes the byte-level path)."""
+    return decode_entry(key, json.dumps(json.loads(text), indent=1, ensure_ascii=False))
+
+
+@pytest.mark.parametrize("stdout", ["honest", "ünïcode ✓ \u2028", "x" * 5000])
+def test_an_entry_as_written_is_read_on_its_bytes_and_equals_the_strict_read(stdout):
+    from tasks.leg_cache import _bound_record
+
+    observation = {**_spawner(Path("/dev/null"))(), "stdout": {"kind": "text", "value": stdout}}
+    text = encode_entry("k1", {"key": "k1", "observation": observation, "answeredBy": {"run": "r"}})
+    assert _bound_record("k1", text) is not None
+    assert decode_entry("k1", text) == _strictly("k1", text)
+    assert _bound_record("k2", text) is None  # another key's layout never matches
+
+
+def test_record_bytes_rebound_to_a_recomputed_digest_still_face_every_record_check():
+    import hashlib
+
+    from tasks.leg_cache import EntryRejected
+
+    text = encode_entry("k1", {"key": "k1", "observation": _spawner(Path("/dev/null"))(), "answeredBy": {}})
+    head, _, tail = text.partition(',"record":')
+    planted = json.dumps({"key": "k1", "observation": {"kind": "cli", "exitCode": "zero"}}, separators=(",", ":"))
+    forged = f'{head},"record":{planted},"recordDigest":"sha256:{hashlib.sha256(planted.encode()).hexdigest()}"}}'
+    with pytest.raises(EntryRejected, match="not a valid ProbeObservation"):
+        decode_entry("k1", forged)
+    altered = text.replace("honest", "HONEST")  # the digest left as it was
+    with pytest.raises(EntryRejected, match="record digest does not match"):
+        decode_entry("k1", altered)
