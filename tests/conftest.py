@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.postgres_cluster import Cluster, throwaway_cluster
+from tests.prefect_db import migrated_database
 
 _HOME = Path(tempfile.mkdtemp(prefix="evalquality-test-"))
 os.environ["PREFECT_HOME"] = str(_HOME / "prefect")
@@ -31,3 +35,18 @@ def conformance() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"conformance data not found at {CONFORMANCE} (../shared/conformance is absent)")
     return CONFORMANCE
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL cluster per test process (xdist worker), shared by every module that needs
+    one (each test makes its own database in it): a cluster start is initdb plus a server start."""
+    with throwaway_cluster() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def migrated_prefect_db() -> Path:
+    """A Prefect database already migrated to this Prefect's schema, copied once per test process from its
+    own (tests/prefect_db.py); tests seed a fresh ``PREFECT_HOME`` with it through ``seed_prefect_home``."""
+    return migrated_database(Path(os.environ["PREFECT_HOME"]), _HOME / "prefect-template" / "prefect.db")

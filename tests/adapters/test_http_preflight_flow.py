@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,16 @@ def _notes_servers() -> list[int]:
 def test_preflight_flow_runs_an_http_suite_live(conformance: Path, tmp_path: Path) -> None:
     suites, home, out, baseline = tmp_path / "suites", tmp_path / "home", tmp_path / "out", tmp_path / "base.json"
     suite_dir = _build(conformance, suites)
-    reference = _reference_verdict(suite_dir, tmp_path / "scratch")
+    env = {**os.environ, "EVALQUALITY_HOME": str(home)}
+    command = [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
+               "--baseline", str(baseline), "--concurrency", "2"]
+    # The plain pre-flight (in this process, its own scratch workspaces) runs while the flow's process
+    # starts and runs: both wait on their services, side by side.
+    with ThreadPoolExecutor(1) as plain:
+        planned = plain.submit(_reference_verdict, suite_dir, tmp_path / "scratch")
+        first = subprocess.run([*command, "--update-baseline"], cwd=PROJECT_ROOT, env=env, capture_output=True,
+                               text=True, timeout=300)
+        reference = planned.result()
     # Live answers satisfy every check the service can (the witness legs reach two different notes,
     # the control runs clean); the worked example's defect declares no manifestation witness, so
     # seeded-fault-fired fails with the reducer's own reason, exactly as it would for the reference.
@@ -86,10 +96,6 @@ def test_preflight_flow_runs_an_http_suite_live(conformance: Path, tmp_path: Pat
     assert outcomes[("input-sensitivity", "get-note")] == outcomes[("input-sensitivity", "patch-note")] == "satisfied"
     assert outcomes[("clean-control", None)] == outcomes[("state-reset", None)] == "satisfied"
     assert outcomes[("seeded-fault-fired", None)] == "failed"
-    env = {**os.environ, "EVALQUALITY_HOME": str(home)}
-    command = [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
-               "--baseline", str(baseline), "--concurrency", "2"]
-    first = subprocess.run([*command, "--update-baseline"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
     assert (out / "notes-api-worked" / "preflight-P-001.json").read_bytes() == reference
     summary = json.loads((out / "preflight-summary.json").read_text())
@@ -135,7 +141,9 @@ def test_a_preflight_run_sigkilled_while_a_service_is_up_takes_it_along_and_the_
         '    def answer(self, status, payload, content_type="application/json"):\n',
         '    def answer(self, status, payload, content_type="application/json"):\n        time.sleep(1.0)\n', 1)
     service.write_text(text, encoding="utf-8")
-    reference = _reference_verdict(suite_dir, tmp_path / "scratch")
+    # The plain pre-flight of the same (slowed) service runs in this process, beside the run to be killed.
+    plain = ThreadPoolExecutor(1)
+    planned = plain.submit(_reference_verdict, suite_dir, tmp_path / "scratch")
     workspaces = (home / "workspaces").resolve()
     env = {**os.environ, "EVALQUALITY_HOME": str(home)}
     command = [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
@@ -163,7 +171,9 @@ def test_a_preflight_run_sigkilled_while_a_service_is_up_takes_it_along_and_the_
     try:
         again = subprocess.run([*command, "--update-baseline"], cwd=PROJECT_ROOT, env=env, capture_output=True,
                                text=True, timeout=300)
+        reference = planned.result()
     finally:
+        plain.shutdown()
         reap_orphaned_servers(os.environ["PREFECT_HOME"])  # the killed run's embedded Prefect server
     assert again.returncode == 0, again.stdout + again.stderr
     assert (out / "notes-api-worked" / "preflight-P-001.json").read_bytes() == reference

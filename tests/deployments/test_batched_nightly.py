@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from deployments.batched_nightly import split_batches
-from tests.postgres_cluster import Cluster, throwaway_cluster
+from tests.postgres_cluster import Cluster
 
 PROJECT = Path(__file__).resolve().parents[2]
 SUITES = PROJECT / "corpus" / "suites"
@@ -158,13 +158,6 @@ def _moved_baseline(tmp_path: Path) -> tuple[Path, list[str]]:
         f"notes P-001: verdict moved FAIL -> {verdict}",
         f"notes-weak: defect floor decision moved meets (rate-meets-floor) -> {decision}",
     ]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    """One throwaway PostgreSQL cluster for the module: Prefect's database and the leg cache's."""
-    with throwaway_cluster() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

@@ -15,14 +15,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tasks.leg_cache import open_leg_cache
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
-from tests.postgres_cluster import Cluster, throwaway_cluster
+from tests.postgres_cluster import Cluster
+from tests.prefect_db import seed_prefect_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROBES = 4
@@ -33,16 +33,12 @@ LEGS = 5 * PROBES
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with throwaway_cluster() as running:
-        yield running
-
-
-def _machine(root: Path, name: str, url: str) -> dict[str, str]:
-    """The environment of one 'machine': its own eval-quality and Prefect homes, the shared cache."""
+def _machine(root: Path, name: str, url: str, migrated: Path) -> dict[str, str]:
+    """The environment of one 'machine': its own eval-quality and Prefect homes (its Prefect database
+    already migrated, as on a machine that ran Prefect before), the shared cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
     home = root / name
+    seed_prefect_home(home / "prefect", migrated)
     return {
         **env, "EVALQUALITY_HOME": str(home), "PREFECT_HOME": str(home / "prefect"), "EVALQUALITY_LEG_CACHE": url,
         "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -65,14 +61,16 @@ def _keys(url: str) -> list[str]:
         cache.close()
 
 
-def test_two_processes_spawn_every_distinct_request_once(conformance, cluster: Cluster, tmp_path: Path) -> None:
+def test_two_processes_spawn_every_distinct_request_once(
+    conformance, cluster: Cluster, migrated_prefect_db: Path, tmp_path: Path
+) -> None:
     url = cluster.create_database("shared_concurrent")
     suites = tmp_path / "suites"
     _, marker = build_skill_suite(conformance, suites, probes=PROBES, delay_s=0.5)
     runs = [
         subprocess.Popen(
             _command(suites, tmp_path / f"out-{name}", tmp_path / f"base-{name}.json"), cwd=PROJECT_ROOT,
-            env=_machine(tmp_path, name, url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_machine(tmp_path, name, url, migrated_prefect_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for name in ("a", "b")
     ]
@@ -91,13 +89,15 @@ def test_two_processes_spawn_every_distinct_request_once(conformance, cluster: C
         assert (tmp_path / "out-a" / name).read_bytes() == (tmp_path / "out-b" / name).read_bytes()
 
 
-def test_a_sigkilled_process_loses_nothing_it_answered(conformance, cluster: Cluster, tmp_path: Path) -> None:
+def test_a_sigkilled_process_loses_nothing_it_answered(
+    conformance, cluster: Cluster, migrated_prefect_db: Path, tmp_path: Path
+) -> None:
     url = cluster.create_database("shared_killed")
     suites = tmp_path / "suites"
     _, marker = build_skill_suite(conformance, suites, probes=PROBES, delay_s=1.0)
     killed = subprocess.Popen(
         _command(suites, tmp_path / "out-a", tmp_path / "base-a.json"), cwd=PROJECT_ROOT,
-        env=_machine(tmp_path, "a", url), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=_machine(tmp_path, "a", url, migrated_prefect_db), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
@@ -117,7 +117,7 @@ def test_a_sigkilled_process_loses_nothing_it_answered(conformance, cluster: Clu
     set_delay(marker, 0.0)
     other = subprocess.run(
         _command(suites, tmp_path / "out-b", tmp_path / "base-b.json"), cwd=PROJECT_ROOT,
-        env=_machine(tmp_path, "b", url), capture_output=True, text=True, timeout=400,
+        env=_machine(tmp_path, "b", url, migrated_prefect_db), capture_output=True, text=True, timeout=400,
     )
     assert other.returncode == 0, other.stdout + other.stderr
     summary = json.loads((tmp_path / "out-b" / "preflight-summary.json").read_text())

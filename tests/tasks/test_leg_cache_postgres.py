@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -18,16 +17,10 @@ import pytest
 from evalquality_core.faults import RuntimeFault
 from tasks.leg_cache import LegCache, LegCacheUnusable, open_leg_cache
 from tasks.leg_cache_postgres import TABLE, PostgresLegStore, check_url, lock_id, redacted
-from tests.postgres_cluster import Cluster, throwaway_cluster
+from tests.postgres_cluster import Cluster
 
 PROJECT = Path(__file__).resolve().parents[2]
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with throwaway_cluster() as running:
-        yield running
 
 
 @pytest.fixture
