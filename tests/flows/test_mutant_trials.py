@@ -38,6 +38,7 @@ from evalquality_core.mutants.report import MutationTestReport
 from evalquality_core.suite.mutants import generate_for_suite
 from flows.strength_document import GeneratedStrength, generated_strength_of
 from flows.strength_report import evaluator_trials_block
+from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +61,7 @@ def _flow(suites: Path, out: Path, home: Path, ids: list[str], *extra: str) -> s
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def runs(tmp_path_factory: pytest.TempPathFactory, migrated_prefect_db: Path) -> dict[str, Any]:
     """One suite copy, the three mutants' ids, and the two child runs (each run's summary kept)."""
     root = tmp_path_factory.mktemp("mutant-trials")
     suites = root / "suites"
@@ -78,6 +79,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ids[key] = mutant.mutant_id
     assert len(ids) == 3, ids
     out, home = root / "out", root / "home"
+    seed_prefect_home(home / "prefect", migrated_prefect_db)  # no migrations in the child (tests/prefect_db.py)
     chosen = sorted(ids.values())
     first = _flow(suites, out, home, chosen, "--trials-sample", "2")
     assert first.returncode == 0, first.stderr[-3000:]

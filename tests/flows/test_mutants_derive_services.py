@@ -37,6 +37,7 @@ from evalquality_core.artifacts.probe import Probe
 from evalquality_core.score.qualification import qualify_probe
 from evalquality_core.score.witness import resolve_home_operation
 from evalquality_core.suite.mutants import generate_for_suite
+from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +52,7 @@ CHOSEN = {
 
 
 @pytest.fixture(scope="module")
-def derived(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def derived(tmp_path_factory: pytest.TempPathFactory, migrated_prefect_db: Path) -> dict[str, Any]:
     """One ``python -m flows.mutants --derive`` run over copies of both suites, restricted to the chosen mutants."""
     tmp = tmp_path_factory.mktemp("derive-services")
     suites = tmp / "suites"
@@ -64,6 +65,7 @@ def derived(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 ids[key] = mutant.mutant_id
     assert set(ids) == set(CHOSEN), sorted(set(CHOSEN) - set(ids))
     home, out = tmp / "home", tmp / "out"
+    seed_prefect_home(home / "prefect", migrated_prefect_db)  # no migrations in the child (tests/prefect_db.py)
     env = {**os.environ, "EVALQUALITY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
     flags = [f for i in ids.values() for f in ("--mutant", i)]
     done = subprocess.run(

@@ -31,6 +31,7 @@ import pytest
 
 from evalquality_core.suite.mutants import generate_for_suite
 from flows.mutants import suite_line
+from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +72,7 @@ def _pick(notes: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def base(tmp_path_factory: pytest.TempPathFactory, migrated_prefect_db: Path) -> dict[str, Any]:
     """The first run, as a child process: everything spawned and stored."""
     root = tmp_path_factory.mktemp("incremental")
     notes = root / "suites" / "notes"
@@ -80,6 +81,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     targets.write_text(targets.read_text().replace("max_elapsed_ms = 10000", "max_elapsed_ms = 2000"))
     _split_system(notes)
     ids = _pick(notes)
+    seed_prefect_home(root / "home" / "prefect", migrated_prefect_db)  # no migrations in the child (tests/prefect_db.py)
     env = {**os.environ, "EVALQUALITY_HOME": str(root / "home"), "PREFECT_HOME": str(root / "home" / "prefect")}
     argv = [sys.executable, "-m", "flows.mutants", "--suites", str(root / "suites"), "--suite", "notes",
             "--out", str(root / "out"), "--concurrency", "4"]
