@@ -5,7 +5,6 @@ and the generation made again, never served. Real files, a real SQLite store."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from evalquality_core.canonical.digest import digest_artifact
@@ -13,6 +12,7 @@ from evalquality_core.canonical.json import canonical_bytes
 from evalquality_core.mutants.generate import generate
 from evalquality_core.suite.mutants import system_sources
 from tasks.mutants import GENERATION_ENTRY_FORMAT, cached_generation, close_plan_store
+from tests.mutants.store_rows import plant, rows
 
 SOURCE = '''def fee(amount, vip):
     if amount > 100 and not vip:
@@ -31,14 +31,6 @@ def _suite(tmp_path: Path) -> Path:
     return suite
 
 
-def _entries(cache: Path) -> dict[str, str]:
-    with sqlite3.connect(cache / "generations" / "legs.sqlite3") as db:
-        return dict(db.execute("SELECT key, entry FROM legs").fetchall())
-
-
-def _replace(cache: Path, key: str, text: str) -> None:
-    with sqlite3.connect(cache / "generations" / "legs.sqlite3") as db:
-        db.execute("UPDATE legs SET entry = ? WHERE key = ?", (text, key))
 
 
 def _same(a, b) -> bool:  # noqa: ANN001
@@ -53,14 +45,14 @@ def test_a_generation_is_read_back_and_tampered_or_truncated_entries_are_regener
     assert how == "generated" and _same(first, fresh) and sources == {"system/fee.py": SOURCE}
     again, _, how = cached_generation(suite, str(cache), **OPTIONS)
     assert how == "cache" and _same(again, fresh)
-    [(key, entry)] = _entries(cache).items()
+    [(key, entry)] = rows(cache, "generations").items()
     # Altered: a mutant's replacement changed, the record digest left as written.
-    _replace(cache, key, entry.replace("amount * 2", "amount * 3"))
+    plant(cache, "generations", key, entry.replace("amount * 2", "amount * 3"))
     altered, _, how = cached_generation(suite, str(cache), **OPTIONS)
     assert how == "regenerated" and _same(altered, fresh)
-    assert _entries(cache) == {key: entry}  # the good entry is back
+    assert rows(cache, "generations") == {key: entry}  # the good entry is back
     # Truncated.
-    _replace(cache, key, entry[: len(entry) // 2])
+    plant(cache, "generations", key, entry[: len(entry) // 2])
     cut, _, how = cached_generation(suite, str(cache), **OPTIONS)
     assert how == "regenerated" and _same(cut, fresh)
     # A consistent entry (digests recomputed) whose mutant does not fit the sources: its edit names
@@ -69,7 +61,7 @@ def test_a_generation_is_read_back_and_tampered_or_truncated_entries_are_regener
     record["kept"][0]["find"] = "nowhere in the file\n"
     forged = canonical_bytes({"format": GENERATION_ENTRY_FORMAT, "key": key, "record": record,
                               "recordDigest": digest_artifact(record)}).decode("utf-8")
-    _replace(cache, key, forged)
+    plant(cache, "generations", key, forged)
     unfit, _, how = cached_generation(suite, str(cache), **OPTIONS)
     assert how == "regenerated" and _same(unfit, fresh)
     assert cached_generation(suite, str(cache), **OPTIONS)[2] == "cache"
@@ -84,5 +76,5 @@ def test_another_source_or_setting_is_another_entry_and_force_regenerates(tmp_pa
     changed, _, how = cached_generation(suite, str(cache), **OPTIONS)
     assert how == "generated" and any("200" in m.original or "200" in m.find for m in changed.kept)
     assert cached_generation(suite, str(cache), **OPTIONS, force=True)[2] == "generated"
-    assert len(_entries(cache)) == 3
+    assert len(rows(cache, "generations")) == 3
     close_plan_store(str(cache))

@@ -6,25 +6,17 @@ coverage is recorded again)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tasks.mutants import close_plan_store, recorded_coverage, store_coverage
+from tests.mutants.store_rows import plant, rows
 
 KEY = "ab" * 32
 RUNS = {"leg-1": {"system/notes.py": [3, 4, 9]}, "leg-2": None, "plan": {"system/notes.py": [3]}}
 
 
-def _rows(cache: Path) -> dict[str, str]:
-    with sqlite3.connect(cache / "coverage" / "legs.sqlite3") as db:
-        return dict(db.execute("SELECT key, entry FROM legs").fetchall())
-
-
-def _put(cache: Path, key: str, text: str) -> None:
-    with sqlite3.connect(cache / "coverage" / "legs.sqlite3") as db:
-        db.execute("INSERT OR REPLACE INTO legs (key, entry) VALUES (?, ?)", (key, text))
 
 
 def test_recorded_coverage_reads_back_bound_to_its_key(tmp_path: Path) -> None:
@@ -38,18 +30,18 @@ def test_recorded_coverage_reads_back_bound_to_its_key(tmp_path: Path) -> None:
 def test_tampered_coverage_is_not_used_and_is_deleted(tmp_path: Path, tamper: str) -> None:
     store_coverage(str(tmp_path), KEY, RUNS)
     close_plan_store(str(tmp_path))
-    text = _rows(tmp_path)[KEY]
+    text = rows(tmp_path, "coverage")[KEY]
     if tamper == "drop-a-line":  # leg-1 no longer reaches line 9: a mutant there would read NoCoverage
-        _put(tmp_path, KEY, text.replace("[3,4,9]", "[3,4]"))
+        plant(tmp_path, "coverage", KEY, text.replace("[3,4,9]", "[3,4]"))
     elif tamper == "moved":
         store_coverage(str(tmp_path), "cd" * 32, {"leg-1": {}})
         close_plan_store(str(tmp_path))
-        _put(tmp_path, KEY, _rows(tmp_path)["cd" * 32])
+        plant(tmp_path, "coverage", KEY, rows(tmp_path, "coverage")["cd" * 32])
     elif tamper == "not-an-entry":
-        _put(tmp_path, KEY, json.dumps({"key": KEY, "runs": {}}))
+        plant(tmp_path, "coverage", KEY, json.dumps({"key": KEY, "runs": {}}))
     else:
         store_coverage(str(tmp_path), KEY, {"leg-1": {"system/notes.py": "everything"}})
         close_plan_store(str(tmp_path))
     assert recorded_coverage(str(tmp_path), KEY) is None
     close_plan_store(str(tmp_path))
-    assert KEY not in _rows(tmp_path)
+    assert KEY not in rows(tmp_path, "coverage")

@@ -6,22 +6,14 @@ text that is not an entry at all is not remembered (and is deleted, so the leg r
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from tasks.mutants import close_plan_store, remember_fault, remembered_fault
+from tests.mutants.store_rows import plant, rows
 
 KEY = "ab" * 32
 
 
-def _rows(cache: Path) -> dict[str, str]:
-    with sqlite3.connect(cache / "mutant-outcomes" / "legs.sqlite3") as db:
-        return dict(db.execute("SELECT key, entry FROM legs").fetchall())
-
-
-def _put(cache: Path, key: str, text: str) -> None:
-    with sqlite3.connect(cache / "mutant-outcomes" / "legs.sqlite3") as db:
-        db.execute("INSERT OR REPLACE INTO legs (key, entry) VALUES (?, ?)", (key, text))
 
 
 def test_a_remembered_fault_reads_back_bound_to_its_key(tmp_path: Path) -> None:
@@ -42,17 +34,17 @@ def test_a_planted_file_where_faults_used_to_live_is_not_remembered(tmp_path: Pa
 def test_altered_moved_or_malformed_entries_are_not_remembered_and_are_deleted(tmp_path: Path) -> None:
     cache = tmp_path
     remember_fault(str(cache), KEY, "forbidden-target", "denied")
-    entry = _rows(cache)[f"leg-fault/{KEY}"]
+    entry = rows(cache, "mutant-outcomes")[f"leg-fault/{KEY}"]
     # The record altered to say Timeout, its digest left as written.
-    _put(cache, f"leg-fault/{KEY}", entry.replace("forbidden-target", "budget-exhausted"))
+    plant(cache, "mutant-outcomes", f"leg-fault/{KEY}", entry.replace("forbidden-target", "budget-exhausted"))
     assert remembered_fault(str(cache), KEY) is None
-    assert f"leg-fault/{KEY}" not in _rows(cache)
+    assert f"leg-fault/{KEY}" not in rows(cache, "mutant-outcomes")
     # A whole, consistent entry moved under another leg's key.
-    _put(cache, f"leg-fault/{'cd' * 32}", entry)
+    plant(cache, "mutant-outcomes", f"leg-fault/{'cd' * 32}", entry)
     assert remembered_fault(str(cache), "cd" * 32) is None
     # Not an entry at all, and a truncated one.
     for text in ("Timeout", entry[: len(entry) // 2]):
-        _put(cache, f"leg-fault/{KEY}", text)
+        plant(cache, "mutant-outcomes", f"leg-fault/{KEY}", text)
         assert remembered_fault(str(cache), KEY) is None
-    assert _rows(cache) == {}
+    assert rows(cache, "mutant-outcomes") == {}
     close_plan_store(str(cache))
