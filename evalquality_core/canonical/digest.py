@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evalquality_core.canonical.json import canonical_bytes, nesting_too_deep, scan_json
+from evalquality_core.canonical.json import MAX_SAFE_INTEGER, canonical_bytes, nesting_too_deep, scan_json
 from evalquality_core.registries import COMPOSITE_PROTOCOL, DIGEST_PATTERN, DIRECTORY_PROTOCOL
 
 _DIGEST_RE = re.compile(DIGEST_PATTERN)
@@ -51,22 +51,34 @@ def _finite_float(literal: str) -> float:
     return number
 
 
+def _safe_int(literal: str) -> int:
+    number = int(literal) if len(literal) <= 17 else MAX_SAFE_INTEGER + 1
+    if abs(number) > MAX_SAFE_INTEGER:
+        raise NotBound(f"integer {literal[:20]} is beyond ±(2^53−1)")
+    return number
+
+
 def parse_bound(data: bytes, digest: str) -> Any:
     """The JSON value of ``data`` when ``digest`` is ``sha256:`` + the SHA-256 of exactly these bytes.
 
     For a store that wrote ``canonical_bytes(value)`` beside ``digest_artifact(value)``: the digest of the
     bytes as stored *is* the artifact digest, so checking it binds the parsed value to the recorded digest
     without re-encoding the value canonically (the slow part of a strict read). Raises :class:`NotBound`
-    on a mismatch, a NaN/Infinity literal, an overflowing number, nesting past the limit or bad syntax:
-    the caller then reads strictly (``scan_json`` and ``digest_artifact``), which names what is wrong.
+    on a mismatch, a NaN/Infinity literal, an overflowing number or unsafe integer, a surrogate escape
+    (canonical text never writes one; a lone surrogate would fail later, not here), nesting past the
+    limit or bad syntax: the caller then reads strictly (``scan_json`` and ``digest_artifact``), which
+    names what is wrong. Duplicate keys are not looked for (the strict path's costliest check):
+    canonical text has none, and ``json.loads`` reads the bound bytes one way only (the last wins).
     The digest binds bytes; like the strict path, it is no defence against a writer who recomputes it.
     """
     if digest_bytes(data) != digest:
         raise NotBound("the digest does not match these bytes")
     if nesting_too_deep(data):
         raise NotBound("nested too deep")
+    if b"\\ud" in data or b"\\uD" in data:
+        raise NotBound("a surrogate escape")
     try:
-        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_safe_int)
     except (ValueError, RecursionError) as exc:
         raise NotBound(str(exc)[:80]) from None
 

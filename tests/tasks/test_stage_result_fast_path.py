@@ -65,7 +65,8 @@ def test_altered_value_bytes_leave_the_fast_path_and_are_refused() -> None:
         SERIALIZER._verify(altered)
 
 
-@pytest.mark.parametrize("value", [b"NaN", b'{"$map":{"x":Infinity}}', b"[1e400]", b"[" * 5000 + b"]" * 5000, b'{"$map":'])
+@pytest.mark.parametrize("value", [b"NaN", b'{"$map":{"x":Infinity}}', b"[1e400]", b"[9007199254740993]",
+                                   b'["\\ud800"]', b"[" + b"9" * 30 + b"]", b"[" * 5000 + b"]" * 5000, b'{"$map":'])
 def test_what_plain_json_cannot_read_safely_goes_to_the_strict_path(value: bytes) -> None:
     blob = _with_value(SERIALIZER.dumps(1), value, rehash=True)
     assert _fast_value(blob) is _MISSING
