@@ -31,6 +31,7 @@ import stat
 import sys
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -94,28 +95,65 @@ def _jsonable(value: Any) -> Any:
 def input_digest(value: Any) -> str:
     """Our digest of one task input: the artifact digest of its wire JSON (lists digest item by item).
 
-    A frozen model (a compiled contract, handed to every probe's plan) is digested once per object:
-    artifacts are never changed in place, and the memo holds it, so its id is not reused while remembered."""
+    A frozen model or frozen dataclass (a compiled contract, handed to every probe's plan; a plan,
+    handed to its reduce) is digested as the stage-result encoding of it (``encode_result``), once per
+    object: artifacts are never changed in place. A stage result written or read a moment ago already
+    carries that digest (``VerifiedJsonSerializer`` remembers it), so a reduce key never walks its
+    plan again (benchmarks/bench_scale.py: most of a cached stage's key)."""
     if isinstance(value, (list, tuple)):
         return digest_artifact([input_digest(item) for item in value])
-    if isinstance(value, BaseModel) and value.model_config.get("frozen"):
-        with _MODEL_DIGESTS_GUARD:
-            remembered = _MODEL_DIGESTS.get(id(value))
-        if remembered is not None and remembered[0] is value:
-            return remembered[1]
-        digest = digest_artifact(_jsonable(value))
-        with _MODEL_DIGESTS_GUARD:
-            _MODEL_DIGESTS[id(value)] = (value, digest)
-            while len(_MODEL_DIGESTS) > _MODEL_DIGESTS_LIMIT:
-                _MODEL_DIGESTS.popitem(last=False)
+    if _is_frozen(value):
+        remembered = _FROZEN_DIGESTS.get(value)
+        if remembered is not None:
+            return remembered
+        digest = digest_artifact(encode_result(value))
+        _FROZEN_DIGESTS.put(value, digest)
         return digest
     return digest_artifact(_jsonable(value))
 
 
-#: Digests of frozen models by id, each beside the model itself (so the id stays its own); bounded.
-_MODEL_DIGESTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
-_MODEL_DIGESTS_LIMIT = 256
-_MODEL_DIGESTS_GUARD = threading.Lock()
+def _is_frozen(value: Any) -> bool:
+    """Whether ``value`` is an immutable artifact: a frozen pydantic model or a frozen dataclass instance."""
+    if isinstance(value, BaseModel):
+        return bool(value.model_config.get("frozen"))
+    params = getattr(type(value), "__dataclass_params__", None)
+    return params is not None and bool(params.frozen) and not isinstance(value, type)
+
+
+class _IdentityDigests:
+    """Digests of immutable values by identity, each forgotten when its value is collected (a weak
+    reference's callback), so the memo holds nothing alive and an id is never read for another object."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+    def get(self, value: Any) -> str | None:
+        """The digest remembered for this very object, or None."""
+        entry = self._entries.get(id(value))
+        if entry is not None and entry[0]() is value:
+            return entry[1]
+        return None
+
+    def put(self, value: Any, digest: str) -> None:
+        """Remember ``digest`` for ``value`` while it lives (a value that takes no weak reference: not at all)."""
+        key, entries = id(value), self._entries
+
+        def forget(ref: weakref.ref[Any]) -> None:
+            entry = entries.get(key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(key, None)
+
+        try:
+            entries[key] = (weakref.ref(value, forget), digest)
+        except TypeError:
+            pass
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: Input digests of frozen artifacts (``input_digest``); single dict operations, atomic under the GIL.
+_FROZEN_DIGESTS = _IdentityDigests()
 
 
 @dataclass
@@ -185,7 +223,22 @@ def _qualified(cls: type) -> str:
 
 def _trusted_class(name: Any) -> type:
     """The class a tag names, only if it is one of ours (a model, dataclass or enum); nothing else
-    is imported: the module must be one of our packages, the attribute a class of the right kind."""
+    is imported: the module must be one of our packages, the attribute a class of the right kind.
+    A name once resolved is remembered (a refusal is not: it raises every time)."""
+    if type(name) is str:
+        known = _TRUSTED.get(name)
+        if known is not None:
+            return known
+    target = _resolve_trusted_class(name)
+    _TRUSTED[name] = target
+    return target
+
+
+#: Tag names already resolved to one of our classes (``_trusted_class``).
+_TRUSTED: dict[str, type] = {}
+
+
+def _resolve_trusted_class(name: Any) -> type:
     if not isinstance(name, str) or ":" not in name:
         raise StageResultRejected(f"type tag {str(name)[:60]!r} is malformed")
     module_name, _, qualname = name.partition(":")
@@ -224,43 +277,62 @@ def encode_result(value: Any) -> Any:
 
 
 def decode_result(value: Any) -> Any:
-    """The inverse of ``encode_result``; any other tag or class refuses the whole result."""
-    if isinstance(value, list):
+    """The inverse of ``encode_result``; any other tag or class refuses the whole result.
+
+    Tags are told apart by size and membership rather than by building a key set per object: a plan
+    holds thousands of tagged objects, and a cached re-run rebuilds every stage result (bench_scale)."""
+    kind = type(value)
+    if kind is list:
         return [decode_result(item) for item in value]
-    if not isinstance(value, dict):
+    if kind is not dict:
         return value
-    if set(value) == {"$model", "wire"}:
-        cls = _trusted_class(value["$model"])
-        if not issubclass(cls, BaseModel):
-            raise StageResultRejected(f"{value['$model']!r} is not a model")
-        try:
-            # Plain JSON text suffices to validate (the envelope was scanned strictly and its digest
-            # checked); the canonical form's second value-domain walk bought nothing here.
-            text = json.dumps(value["wire"], ensure_ascii=False, allow_nan=False)
-            return cls.model_validate_json(text, by_alias=True, by_name=False)
-        except (ValueError, EvalQualityFault) as exc:
-            raise StageResultRejected(f"its {cls.__name__} does not validate: {str(exc)[:120]}") from None
-    if set(value) == {"$dataclass", "fields"} and isinstance(value["fields"], dict):
-        cls = _trusted_class(value["$dataclass"])
-        if not is_dataclass(cls):
-            raise StageResultRejected(f"{value['$dataclass']!r} is not a dataclass")
-        try:
-            return cls(**{name: decode_result(item) for name, item in value["fields"].items()})
-        except TypeError as exc:
-            raise StageResultRejected(f"its {cls.__name__} fields do not fit: {exc}") from None
-    if set(value) == {"$enum", "value"}:
-        cls = _trusted_class(value["$enum"])
-        if not issubclass(cls, enum.Enum):
-            raise StageResultRejected(f"{value['$enum']!r} is not an enum")
-        try:
-            return cls(value["value"])
-        except ValueError as exc:
-            raise StageResultRejected(str(exc)) from None
-    if set(value) == {"$tuple"} and isinstance(value["$tuple"], list):
-        return tuple(decode_result(item) for item in value["$tuple"])
-    if set(value) == {"$map"} and isinstance(value["$map"], dict):
-        return {key: decode_result(item) for key, item in value["$map"].items()}
+    size = len(value)
+    if size == 1:
+        if "$tuple" in value and type(value["$tuple"]) is list:
+            return tuple(decode_result(item) for item in value["$tuple"])
+        if "$map" in value and type(value["$map"]) is dict:
+            return {key: decode_result(item) for key, item in value["$map"].items()}
+    elif size == 2:
+        if "$dataclass" in value and "fields" in value and type(value["fields"]) is dict:
+            return _decode_dataclass(value["$dataclass"], value["fields"])
+        if "$model" in value and "wire" in value:
+            return _decode_model(value["$model"], value["wire"])
+        if "$enum" in value and "value" in value:
+            return _decode_enum(value["$enum"], value["value"])
     raise StageResultRejected("it holds an object that is not a tagged value")
+
+
+def _decode_model(name: Any, wire: Any) -> Any:
+    cls = _trusted_class(name)
+    if not issubclass(cls, BaseModel):
+        raise StageResultRejected(f"{name!r} is not a model")
+    try:
+        # Plain JSON text suffices to validate (the envelope was scanned strictly and its digest
+        # checked); the canonical form's second value-domain walk bought nothing here.
+        text = json.dumps(wire, ensure_ascii=False, allow_nan=False)
+        return cls.model_validate_json(text, by_alias=True, by_name=False)
+    except (ValueError, EvalQualityFault) as exc:
+        raise StageResultRejected(f"its {cls.__name__} does not validate: {str(exc)[:120]}") from None
+
+
+def _decode_dataclass(name: Any, values: dict[str, Any]) -> Any:
+    cls = _trusted_class(name)
+    if not is_dataclass(cls):
+        raise StageResultRejected(f"{name!r} is not a dataclass")
+    try:
+        return cls(**{field_name: decode_result(item) for field_name, item in values.items()})
+    except TypeError as exc:
+        raise StageResultRejected(f"its {cls.__name__} fields do not fit: {exc}") from None
+
+
+def _decode_enum(name: Any, raw: Any) -> Any:
+    cls = _trusted_class(name)
+    if not issubclass(cls, enum.Enum):
+        raise StageResultRejected(f"{name!r} is not an enum")
+    try:
+        return cls(raw)
+    except ValueError as exc:
+        raise StageResultRejected(str(exc)) from None
 
 
 class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
@@ -272,7 +344,10 @@ class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
     def dumps(self, obj: Any) -> bytes:
         """The canonical bytes of the result's envelope."""
         encoded = encode_result(obj)
-        return canonical_bytes({"format": RESULT_FORMAT, "value": encoded, "digest": digest_artifact(encoded)})
+        digest = digest_artifact(encoded)
+        if _is_frozen(obj):  # the input digest a later stage keyed on this result needs (``input_digest``)
+            _FROZEN_DIGESTS.put(obj, digest)
+        return canonical_bytes({"format": RESULT_FORMAT, "value": encoded, "digest": digest})
 
     def loads(self, blob: bytes) -> Any:
         """The result, after the envelope's format and digest are verified.
@@ -296,9 +371,9 @@ class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
         binds the rebuilt value to the digest as the slow path does, without re-encoding the value
         canonically to digest it (most of a cached stage's read, benchmarks/bench_scale.py). Any other
         layout takes the slow path, which scans strictly and refuses what it must."""
-        fast = _fast_value(blob)
+        fast, recorded = _fast_value(blob)
         if fast is not _MISSING:
-            return decode_result(fast)
+            return _remembered(decode_result(fast), recorded)
         try:
             envelope = scan_json(blob, "StageResult")
         except EvalQualityFault as fault:
@@ -309,7 +384,15 @@ class VerifiedJsonSerializer(Serializer):  # type: ignore[type-arg]
             raise StageResultRejected(f"its result format is not {RESULT_FORMAT!r}")
         if envelope["digest"] != digest_artifact(envelope["value"]):
             raise StageResultRejected("its result digest does not match (the result was altered or cut)")
-        return decode_result(envelope["value"])
+        return _remembered(decode_result(envelope["value"]), envelope["digest"])
+
+
+def _remembered(value: Any, digest: str) -> Any:
+    """``value``, rebuilt from an encoding whose digest was just checked to be ``digest``: a frozen one
+    is remembered with it, which is its ``input_digest`` (a stage keyed on it never re-encodes it)."""
+    if _is_frozen(value):
+        _FROZEN_DIGESTS.put(value, digest)
+    return value
 
 
 _MISSING = object()
@@ -318,20 +401,21 @@ _ENVELOPE_MIDDLE = ('","format":' + json.dumps(RESULT_FORMAT) + ',"value":').enc
 _DIGEST_LENGTH = len("sha256:") + 64
 
 
-def _fast_value(blob: bytes) -> Any:
-    """The envelope's value when ``blob`` has exactly ``dumps``'s layout and its value's bytes are bound
-    to the recorded digest (``parse_bound``); ``_MISSING`` otherwise (the caller takes the strict path)."""
+def _fast_value(blob: bytes) -> tuple[Any, str]:
+    """The envelope's value and recorded digest when ``blob`` has exactly ``dumps``'s layout and its
+    value's bytes are bound to that digest (``parse_bound``); ``(_MISSING, "")`` otherwise (the caller
+    takes the strict path)."""
     head = len(_ENVELOPE_HEAD)
     middle = head + _DIGEST_LENGTH
     if not blob.startswith(_ENVELOPE_HEAD) or not blob.endswith(b"}"):
-        return _MISSING
+        return _MISSING, ""
     if blob[middle:middle + len(_ENVELOPE_MIDDLE)] != _ENVELOPE_MIDDLE:
-        return _MISSING
+        return _MISSING, ""
     try:
         recorded = blob[head:middle].decode("ascii")
-        return parse_bound(blob[middle + len(_ENVELOPE_MIDDLE):-1], recorded)
+        return parse_bound(blob[middle + len(_ENVELOPE_MIDDLE):-1], recorded), recorded
     except (NotBound, UnicodeDecodeError):
-        return _MISSING  # altered, cut, or not canonical: the strict path says which
+        return _MISSING, ""  # altered, cut, or not canonical: the strict path says which
 
 
 #: Rebuilt stage results by the SHA-256 of the exact bytes just verified, each taken at most once;
@@ -339,6 +423,11 @@ def _fast_value(blob: bytes) -> Any:
 _JUST_VERIFIED: OrderedDict[bytes, Any] = OrderedDict()
 _JUST_VERIFIED_LIMIT = 64
 _JUST_VERIFIED_GUARD = threading.Lock()
+
+
+#: Outcomes of whole result files just checked (``VerifiedResultStorage._checked``), by the SHA-256 of
+#: the file's bytes, each taken at most once; bounded like ``_JUST_VERIFIED``.
+_CHECKED_FILES: OrderedDict[bytes, tuple[bytes, Any]] = OrderedDict()
 
 
 def _keep_verified(blob: bytes, value: Any) -> None:
@@ -404,8 +493,28 @@ class VerifiedResultStorage(LocalFileSystem):
 
     def _checked(self, path: str) -> bytes:
         """The verified bytes of a result Prefect reads next; Prefect's own ``loads`` of its result text
-        then takes the value rebuilt here (``_keep_verified``) instead of verifying and rebuilding again."""
-        content, blob, value = self._verified(path)
+        then takes the value rebuilt here (``_keep_verified``) instead of verifying and rebuilding again.
+
+        Prefect reads a cached stage's file twice in a row (``ResultStore.exists``, then ``read``): when
+        the second read finds exactly the bytes the first one verified, it takes that check's outcome
+        (once, by the SHA-256 of the whole file) instead of repeating it. Other bytes, such as a file
+        replaced in between, are checked in full."""
+        resolved = self._resolve_path(path)
+        try:
+            content = _read_regular_file(resolved, MAX_RESULT_BYTES)
+        except StageResultRejected as why:
+            _warn_once(str(resolved), str(why))
+            raise
+        fingerprint = hashlib.sha256(content).digest()
+        with _JUST_VERIFIED_GUARD:
+            checked = _CHECKED_FILES.pop(fingerprint, None)
+        if checked is None:
+            checked = self._verified_content(resolved, content)
+            with _JUST_VERIFIED_GUARD:
+                _CHECKED_FILES[fingerprint] = checked
+                while len(_CHECKED_FILES) > _JUST_VERIFIED_LIMIT:
+                    _CHECKED_FILES.popitem(last=False)
+        blob, value = checked
         _keep_verified(blob, value)
         return content
 
@@ -419,6 +528,14 @@ class VerifiedResultStorage(LocalFileSystem):
         resolved = self._resolve_path(path)
         try:
             content = _read_regular_file(resolved, MAX_RESULT_BYTES)
+        except StageResultRejected as why:
+            _warn_once(str(resolved), str(why))
+            raise
+        return (content, *self._verified_content(resolved, content))
+
+    def _verified_content(self, resolved: Path, content: bytes) -> tuple[bytes, Any]:
+        """The result bytes and the rebuilt value of the stored record ``content`` read from ``resolved``."""
+        try:
             record = scan_json(content, "StageResultRecord")
             serializer = record.get("metadata", {}).get("serializer", {}) if isinstance(record, dict) else {}
             named = serializer.get("type") if isinstance(serializer, dict) else None
@@ -439,7 +556,7 @@ class VerifiedResultStorage(LocalFileSystem):
         except (StageResultRejected, AttributeError) as why:
             _warn_once(str(resolved), str(why))
             raise StageResultRejected(str(why)) from None
-        return content, blob, value
+        return blob, value
 
     def read_path(self, path: str, _sync: bool | None = None) -> bytes:  # type: ignore[override]
         """The verified bytes of a stored result (``StageResultRejected`` when it fails a check)."""
