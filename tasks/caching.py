@@ -268,12 +268,32 @@ def encode_result(value: Any) -> Any:
     if isinstance(value, tuple):
         return {"$tuple": [encode_result(item) for item in value]}
     if isinstance(value, Mapping):
+        if type(value) is dict and _plain_json(value):
+            # Plain JSON (a leg's request, a reference set) is stored as is and read back without a
+            # walk: a plan is mostly such mappings, and a cached re-run rebuilds every plan (bench_scale).
+            return {"$json": value}
         return {"$map": {str(key): encode_result(item) for key, item in value.items()}}
     if isinstance(value, list):
         return [encode_result(item) for item in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     raise TypeError(f"a stage result may not hold {type(value).__name__}")
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is built only of ``dict`` (string keys), ``list`` and JSON scalars, exactly
+    (no tuple, model or subclass): what ``json.loads`` gives back unchanged."""
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return True
+    if kind is dict:
+        return all(type(key) is str and _plain_json(item) for key, item in value.items())
+    if kind is list:
+        return all(_plain_json(item) for item in value)
+    return False
 
 
 def decode_result(value: Any) -> Any:
@@ -292,6 +312,8 @@ def decode_result(value: Any) -> Any:
             return tuple(decode_result(item) for item in value["$tuple"])
         if "$map" in value and type(value["$map"]) is dict:
             return {key: decode_result(item) for key, item in value["$map"].items()}
+        if "$json" in value and type(value["$json"]) is dict:
+            return value["$json"]  # parsed JSON, bound to the digest: nothing in it is rebuilt
     elif size == 2:
         if "$dataclass" in value and "fields" in value and type(value["fields"]) is dict:
             return _decode_dataclass(value["$dataclass"], value["fields"])

@@ -123,3 +123,20 @@ def test_every_corpus_plan_walks_the_same_both_ways() -> None:
         suite = load_suite(directory)
         plan = plan_preflight(compile_task.fn(suite.contract), [dict(p) for p in suite.probes], "r")
         assert plan.legs and _jsonable(plan) == _generic_jsonable(plan)
+
+
+def test_plain_json_mappings_are_stored_as_is_and_the_rest_stays_tagged() -> None:
+    request = {"kind": "cli", "channels": {"argument": {"a": "1"}, "stdin": {"kind": "absent"}}, "n": [1, 2.5, None]}
+    value = {"plain": request, "tupled": {"t": (1, 2)}}
+    encoded = json.loads(SERIALIZER.dumps(value))["value"]
+    assert encoded["$map"]["plain"] == {"$json": request}  # read back without a walk
+    assert encoded["$map"]["tupled"] == {"$map": {"t": {"$tuple": [1, 2]}}}  # a tuple must come back a tuple
+    rebuilt = SERIALIZER._verify(SERIALIZER.dumps(value))
+    assert rebuilt == value and type(rebuilt["tupled"]["t"]) is tuple
+
+
+@pytest.mark.parametrize("payload", [b'{"$json":[1]}', b'{"$json":"x"}', b'{"$json":{},"extra":1}'])
+def test_a_json_tag_around_anything_but_one_object_is_refused(payload: bytes) -> None:
+    blob = _with_value(SERIALIZER.dumps({"x": 1}), payload, rehash=True)
+    with pytest.raises(StageResultRejected, match="tagged value"):
+        SERIALIZER._verify(blob)
