@@ -46,7 +46,7 @@ from evalquality_core.preflight.reduce import reduce_preflight
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
-from tasks.caching import CODE_VERSION, stage_cache, verified_stage
+from tasks.caching import CODE_VERSION, stage_cache, unpersisted_results, verified_stage
 from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
 from tasks.workspace import leg_workspace
 
@@ -312,6 +312,7 @@ def leg_call(request: Mapping[str, Any]) -> str:
     return f" ({request['toolName']})" if request.get("kind") == "mcp" else ""
 
 
+@unpersisted_results
 @task(
     name="spawn-leg",
     task_run_name="{suite}/{probe_id}/{leg_id}{call}",

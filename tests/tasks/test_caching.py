@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalquality_core.canonical.digest import digest_artifact
+from evalquality_core.faults import EvalQualityFault
+from tasks import caching
 from tasks.caching import CODE_VERSION, StageDigest, input_digest, results_dir, stage_cache
 
 
@@ -35,3 +42,40 @@ def test_results_are_stored_under_an_absolute_home():
     settings = stage_cache("x")
     assert settings["result_storage"] == results_dir() and results_dir().is_absolute()
     assert isinstance(settings["cache_policy"], StageDigest)
+
+
+_SCALARS = (
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=4) | st.integers(0, 9), inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), _VALUES, max_size=4))
+def test_a_mapping_digests_as_its_plain_json_form(value: dict) -> None:
+    """A mapping digested as it is (exact plain JSON, the observations a reduce is keyed on) gets the digest
+    of the plain form ``_jsonable`` makes (tuples as arrays, keys as text), whatever it holds; a value no
+    digest can be made of (an unsafe integral number) is refused the same way by both."""
+    try:
+        expected = digest_artifact(caching._jsonable(value))
+    except EvalQualityFault as refused:
+        with pytest.raises(type(refused)):
+            input_digest(value)
+        return
+    assert input_digest(value) == expected
+
+
+def test_a_leg_result_is_recorded_under_lexically_resolved_storage(tmp_path) -> None:
+    """spawn-leg's in-memory results name a path under our storage (resolved lexically, base once), and
+    nothing is written there."""
+    from tasks.preflight import spawn_leg
+
+    storage = spawn_leg.result_storage
+    assert isinstance(storage, caching.VerifiedResultStorage) and spawn_leg.persist_result is False
+    assert storage._resolve_path("leg-result") == results_dir().resolve() / "leg-result"
