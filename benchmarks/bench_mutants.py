@@ -16,7 +16,7 @@
    (``corpus/expected-strength.json``, defect and gameability classes together).
 
 Usage: ``python benchmarks/bench_mutants.py [--suite NAME ...] [--sample 50] [--seed 0] [--exhaustive]
-[--operators a,b] [--concurrency 8]`` (a temp eval-quality home: never touches your cache). Figures taken on a loaded
+[--operators a,b] [--concurrency 8] [--profile FILE]`` (a temp eval-quality home: never touches your cache). Figures taken on a loaded
 machine are distorted; compare ratios, and re-measure on a quiet one.
 """
 
@@ -133,6 +133,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exhaustive", action="store_true", help="also run every valid mutant (long)")
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--profile", metavar="FILE", help="profile the cached re-run (4) into FILE (pstats; needs yappi)")
     parser.add_argument("--operators", help="runs (3-5) use only these operators (generation figures use all)")
     args = parser.parse_args()
     names = args.suite or sorted(p.name for p in SUITES.iterdir() if (p / "contract.json").is_file())
@@ -189,7 +190,16 @@ def main() -> int:
 
     print("\n4. the same run again, every leg and plan cached")
     time.sleep(PAUSE_S)
+    if args.profile:  # yappi, every thread, CPU clock (the profile's own cost enters this run's wall time)
+        import yappi
+
+        yappi.set_clock_type("cpu")
+        yappi.start(builtins=False)
     again, again_s = run_flow(names, args.concurrency, sample=args.sample, seed=args.seed, operators=ops)
+    if args.profile:
+        yappi.stop()
+        yappi.get_func_stats().save(args.profile, type="pstat")
+        print(f"   (profiled into {args.profile}: its wall time includes the profiler's cost)")
     print(f"   {again.costs.line()}")
     print(f"   {again.costs.mutants_from_store} of {selected} mutants from the outcome store ({again.costs.mutants_run} run); "
           f"generation {', '.join(f'{n} {h}' for n, h in sorted(again.costs.generation.items()))}")

@@ -192,6 +192,15 @@ def _await_ready(leg: LegProcess, port: int, declaration: ServiceDeclaration, ab
                 " and was killed",
             )
         lifeline.poll(min(_POLL_S, remaining) * 1000)
+    if leg.leader_exited():
+        # A daemon: the process the command started is gone and something it left serves the port. The
+        # leg ended with the leader (a service stays in the foreground); its watchdog may simply not
+        # have said so yet, so this is asked of the kernel, not only of the lifeline.
+        raise RuntimeFault(
+            "port-failure", "ProbeObservation",
+            f"the service's own process exited and left something else accepting connections on port {port}"
+            " (a service stays in the foreground); what it left was killed",
+        )
 
 
 @contextmanager

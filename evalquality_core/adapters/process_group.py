@@ -478,6 +478,18 @@ class LegProcess:
         self._parse_buffer()
         return self._exit
 
+    def leader_exited(self) -> bool:
+        """Whether the target itself has exited, even before its watchdog (another process, which a busy
+        host may not have scheduled yet) reports it: its exit read, or its ``/proc`` entry a zombie or gone."""
+        if self.read_exit() is not None:
+            return True
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True  # reaped already
+        return state in (b"Z", b"X")
+
     def kill(self) -> None:
         """Ask the watchdog to kill the whole tree now (it answers with exit −9)."""
         with contextlib.suppress(OSError):
