@@ -19,7 +19,8 @@ with its own eval-quality home and embedded Prefect server:
 * **peak RSS per 1,000 legs**: the child's peak resident set minus its resident set before the first
   run, per 1,000 planned legs (the embedded server is another process and is not counted);
 * **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
-  through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8).
+  through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8);
+  and the same legs through ``spawn-leg``'s body on a plain thread pool, without Prefect (its share).
 
 Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128] [--profile DIR]``.
 Nothing is written outside temp directories; the table is printed at the end (and as JSON with
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -173,9 +175,8 @@ def measure_size(
     def _no_staging(_workspace: Path) -> None:
         """The sleeping command needs no staged files."""
 
-    @flow(name="fan-out", validate_parameters=False)
-    def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> float:
-        """``legs`` distinct requests of ``sleep 0.5``, one spawn-leg each; seconds from first submit to last answer."""
+    def fan_jobs(legs: int, cache_dir: str, workspaces_dir: str) -> list[tuple[str, LegJob]]:
+        """``legs`` distinct requests of ``sleep 0.5`` (force mode: each spawns), one ``LegJob`` each."""
         policy = parse_command_target_policy(
             {
                 "authorizations": [
@@ -194,8 +195,7 @@ def measure_size(
                 ]
             }
         )
-        started = time.perf_counter()
-        futures = []
+        jobs = []
         for index in range(legs):
             request = {
                 "kind": "cli",
@@ -206,10 +206,26 @@ def measure_size(
                 "subcommandPath": [],
                 "channels": {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}},
             }
-            job = LegJob(request, f"scale-{index}", policy, _no_staging, cache_dir, "force", "scale", workspaces_dir)
-            futures.append(spawn_leg.submit("bench", "P-000", f"leg-{index}", job))
+            jobs.append((f"leg-{index}", LegJob(request, f"scale-{index}", policy, _no_staging, cache_dir, "force", "scale", workspaces_dir)))
+        return jobs
+
+    @flow(name="fan-out", validate_parameters=False)
+    def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> float:
+        """One spawn-leg task per sleeping leg; seconds from first submit to last answer."""
+        jobs = fan_jobs(legs, cache_dir, workspaces_dir)
+        started = time.perf_counter()
+        futures = [spawn_leg.submit("bench", "P-000", leg_id, job) for leg_id, job in jobs]
         for future in futures:
             future.result()
+        return time.perf_counter() - started
+
+    def fan_out_plain(legs: int, cache_dir: str, workspaces_dir: str, workers: int) -> float:
+        """The same legs through spawn-leg's own body (leg cache, workspace, adapter) on a plain thread pool,
+        without Prefect: what the fan-out would cost with no task orchestration at all."""
+        jobs = fan_jobs(legs, cache_dir, workspaces_dir)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda item: spawn_leg.fn("bench", "P-000", item[0], item[1]), jobs))
         return time.perf_counter() - started
 
     runner = ThreadPoolTaskRunner(max_workers=concurrency)
@@ -281,12 +297,16 @@ def measure_size(
     }
     if fan_legs:
         fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
-        runs = []
+        runs, plain = [], []
         for attempt in range(2):
             _settle()
             runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
+            _settle()
+            plain.append(fan_out_plain(fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
         ideal = fan_legs * SLEEP_S / fan_concurrency
-        figures.update(fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal)
+        figures.update(
+            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal, fan_plain_s=min(plain)
+        )
     shutil.rmtree(home, ignore_errors=True)
     return figures
 
@@ -349,6 +369,10 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"fan-out: {fan['fan_legs']} legs x {SLEEP_S} s at concurrency {fan['fan_concurrency']}: measured "
             f"{fan['fan_s']:.2f} s, ideal {fan['fan_ideal_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_s']:.2f} "
             "(aim >= 0.8)"
+        )
+        print(
+            f"fan-out without Prefect (spawn-leg's body on a plain pool of {fan['fan_concurrency']} threads): "
+            f"{fan['fan_plain_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_plain_s']:.2f}: the rest is task orchestration"
         )
 
 
