@@ -42,6 +42,7 @@ importlib.import_module("flows")  # Prefect's home and logging before anything i
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+from server_idle import settle  # noqa: E402  (beside this script)
 
 from evalquality_core.mutants.classify import CLASSIFICATIONS  # noqa: E402
 from evalquality_core.mutants.operators import OPERATOR_NAMES  # noqa: E402
@@ -189,31 +190,42 @@ def main() -> int:
     print(f"   {selected} mutants in {sampled_s:.1f} s: {selected / sampled_s:.2f} mutants per second (coverage recording included)")
 
     print("\n4. the same run again, every leg and plan cached")
-    time.sleep(PAUSE_S)
-    if args.profile:  # yappi, every thread, CPU clock (the profile's own cost enters this run's wall time)
-        import yappi
+    # The embedded server still records the cold run's task runs for a while (503s meanwhile): each timed
+    # flow starts once it is idle, and the better of two cached re-runs counts.
+    waited = settle(PAUSE_S)
+    print(f"   (waited {waited:.1f} s for the embedded server to be idle)")
+    times = []
+    for attempt in range(2):
+        if attempt:
+            settle(PAUSE_S)
+        profiling = bool(args.profile) and attempt == 1  # the profiled run's time never counts if the other is better
+        if profiling:  # yappi, every thread, CPU clock
+            import yappi
 
-        yappi.set_clock_type("cpu")
-        yappi.start(builtins=False)
-    again, again_s = run_flow(names, args.concurrency, sample=args.sample, seed=args.seed, operators=ops)
-    if args.profile:
-        yappi.stop()
-        yappi.get_func_stats().save(args.profile, type="pstat")
-        print(f"   (profiled into {args.profile}: its wall time includes the profiler's cost)")
+            yappi.set_clock_type("cpu")
+            yappi.start(builtins=False)
+        again, again_s = run_flow(names, args.concurrency, sample=args.sample, seed=args.seed, operators=ops)
+        if profiling:
+            yappi.stop()
+            yappi.get_func_stats().save(args.profile, type="pstat")
+            print(f"   (second re-run profiled into {args.profile})")
+        times.append(again_s)
+    again_s = min(times)
     print(f"   {again.costs.line()}")
     print(f"   {again.costs.mutants_from_store} of {selected} mutants from the outcome store ({again.costs.mutants_run} run); "
           f"generation {', '.join(f'{n} {h}' for n, h in sorted(again.costs.generation.items()))}")
     tasks_run = again.costs.legs_cached + again.costs.legs_collapsed + again.costs.plans_cached  # every task it ran
-    time.sleep(PAUSE_S)
+    settle(PAUSE_S)
     started = time.perf_counter()
     no_op_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=args.concurrency))(count=tasks_run)
     no_op_s = time.perf_counter() - started
-    print(f"   cached re-run {again_s:.2f} s vs a flow of {tasks_run} no-op tasks {no_op_s:.2f} s: ratio {again_s / no_op_s:.2f}")
+    print(f"   cached re-run {again_s:.2f} s (best of {', '.join(f'{t:.2f}' for t in times)}) vs a flow of {tasks_run} "
+          f"no-op tasks {no_op_s:.2f} s: ratio {again_s / no_op_s:.2f}")
 
     exhaustive: dict[str, Any] = {}
     if args.exhaustive:
         print("\n5. exhaustive: every valid mutant (the sampled ones from cache) — under load")
-        time.sleep(PAUSE_S)
+        settle(PAUSE_S)
         full, full_s = run_flow(names, args.concurrency, operators=ops)
         exhaustive = {r.name: r.summary for r in full.suites if r.summary is not None}
         for name, summary in exhaustive.items():

@@ -43,6 +43,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from server_idle import children_cpu_s, settle
+
 PROJECT = Path(__file__).resolve().parent.parent
 SLEEP_S = 0.5
 #: Pause before each timed flow: back-to-back flows on SQLite hit 503 back-offs (prefect.md §8).
@@ -67,42 +69,17 @@ def _timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def _children_cpu_s() -> float:
-    """CPU seconds (user + system) used so far by this process's live child processes (the embedded
-    Prefect server, which records every task run), from /proc."""
-    me, total, tick = str(os.getpid()), 0.0, os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me:
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
 def _settle(limit_s: float = 120.0) -> None:
-    """Wait until the embedded server is idle: a flow of many task runs leaves it recording their events
-    for a while, and a flow timed meanwhile pays for the previous one (its figures would mix the two)."""
-    time.sleep(PAUSE_S)
-    started, last = time.monotonic(), _children_cpu_s()
-    while time.monotonic() - started < limit_s:
-        time.sleep(1.0)
-        now = _children_cpu_s()
-        if now - last < 0.02:  # under 2 % of a core over the last second
-            return
-        last = now
+    """Wait until the embedded server is idle (``server_idle.settle``)."""
+    settle(PAUSE_S, limit_s)
 
 
 def _cpu_timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, float, float, Any]:
     """Wall seconds, this process's CPU seconds (every thread), its children's CPU seconds, the result.
     CPU time is what the benchmark compares under load: other sessions' work does not enter it."""
-    started, cpu, children = time.perf_counter(), time.process_time(), _children_cpu_s()
+    started, cpu, children = time.perf_counter(), time.process_time(), children_cpu_s()
     result = function(*args, **kwargs)
-    return time.perf_counter() - started, time.process_time() - cpu, _children_cpu_s() - children, result
+    return time.perf_counter() - started, time.process_time() - cpu, children_cpu_s() - children, result
 
 
 class _Profile:

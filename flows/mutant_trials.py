@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import tags
-
 from evalquality_core.mutants.evaluator_strength import (
     TrialJudgement,
     choose_trial_sample,
@@ -94,8 +92,8 @@ def run_mutant_trials(
                 continue
             job = TrialJob(str(suite.directory), context.contract, context.brief, context.command, key,
                            mutation=as_mutation(mutant, suite.directory))
-            with tags(f"suite:{suite.name}"):
-                futures.append((index, run_trial.submit(suite.name, mutant_id, index, key, job), key))
+            # No task-run tags (flows/mutants.py: a slot lease per tagged run); the flow run carries them.
+            futures.append((index, run_trial.submit(suite.name, mutant_id, index, key, job), key))
         submitted[mutant_id] = futures
     rows = []
     for mutant_id, oracle_verdict in chosen:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, tags
+from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -100,6 +100,7 @@ from flows.lifecycle import (
 from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
 from flows.output import write_artifact
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
+from flows.watch import tag_flow_run
 from tasks.leg_cache import close_leg_cache
 from tasks.mutants import (
     StoredOutcomes,
@@ -246,15 +247,17 @@ def _collect_leg(future: Any, job: LegJob, costs: Costs) -> tuple[RunOutcome, bo
     return RunOutcome(leg_id, answer.observation), answer.source == "spawned"
 
 
+# No task-run tags: Prefect acquires tag concurrency slots with a lease (a server round trip, one at a
+# time through its slot service) for every tagged task run, and a cached re-run of 46 tasks spent 11 of
+# its 12 s there (bench_mutants --profile). The flow run carries the suite tags; a task run's name starts
+# with its suite.
 def _submit_leg(suite: Suite, owner: str, job: LegJob, expected_faults: bool = False) -> Any:
-    with tags(f"suite:{suite.name}"):
-        return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job), expected_faults=expected_faults)
+    return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job), expected_faults=expected_faults)
 
 
 def _submit_plan(suite: Suite, core: core_load.Suite, owner: str, mutation: Any, key: str, settings: Mapping[str, Any]) -> Any:
-    with tags(f"suite:{suite.name}"):
-        return run_plan_task.submit(suite.name, owner, quote(core), quote(mutation), key, settings["store_dir"],
-                                    settings["mode"] == "force")
+    return run_plan_task.submit(suite.name, owner, quote(core), quote(mutation), key, settings["store_dir"],
+                                settings["mode"] == "force")
 
 
 def _plan_answer(future: Any, costs: Costs) -> Any:
@@ -330,8 +333,7 @@ def run_suite(
         key = coverage_key(legs, core.targets_text, clean_digest)
         coverage, how = recorded_coverage(settings["store_dir"], key), "cache"
         if coverage is None:
-            with tags(f"suite:{suite.name}"):
-                coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
+            coverage, how = record_coverage_task.submit(suite.name, quote(core), quote(legs), key, settings["store_dir"]).result()
         costs.coverage[suite.name] = how
     else:
         costs.coverage[suite.name] = "off"
@@ -450,9 +452,8 @@ def _derive(
         if derived.probe is None or derived.mutation is None:
             rows.append({"mutantId": derived.mutant_id, "probeId": None, "qualified": False, "reason": derived.reason})
             continue
-        with tags(f"suite:{suite.name}"):
-            future = qualify_derived_task.submit(suite.name, derived.mutant_id, str(suite.directory),
-                                                 quote(derived.probe), quote(derived.mutation))
+        future = qualify_derived_task.submit(suite.name, derived.mutant_id, str(suite.directory),
+                                             quote(derived.probe), quote(derived.mutation))
         submitted.append((derived, future))
     for derived, future in submitted:
         assert derived.probe is not None and derived.mutation is not None
@@ -500,6 +501,7 @@ def mutants(
         directories = [d for d in directories if d.name in set(suites)]
         missing = sorted(set(suites) - {d.name for d in directories})
         results.extend(SuiteResult(name, problem=f"{Path(suites_dir) / name}: no such suite") for name in missing)
+    tag_flow_run(["eval-quality", "mutants", *(f"suite:{directory.name}" for directory in directories)])
     try:
         for directory in directories:
             try:

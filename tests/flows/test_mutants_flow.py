@@ -66,7 +66,22 @@ def _run(suites: Path, out: Path, home: Path, ids: list[str]) -> Any:
         workspaces_dir=str(home / "workspaces"), mutant_ids=ids, return_state=True,
     )
     assert state.is_completed(), state.message
+    _LAST_FLOW_RUN.append(state.state_details.flow_run_id)
     return state.result()
+
+
+_LAST_FLOW_RUN: list[Any] = []
+
+
+def _run_tags(flow_run_id: Any) -> tuple[set[str], dict[str, set[str]]]:
+    """The tags of a finished mutants flow run and of each of its task runs, as the API reports them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(flow_run_id)
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), limit=200)
+    return set(flow_run.tags), {run.name: set(run.tags) for run in runs}
 
 
 def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Path) -> None:
@@ -105,6 +120,12 @@ def test_every_class_met_scored_reported_and_a_rerun_spawns_nothing(tmp_path: Pa
     assert entries[killed["mutantId"]]["killedBy"] == killed["killedBy"]
     assert entries[stillborn["mutantId"]]["coveredBy"] == by_id[stillborn["mutantId"]]["coveredBy"]
     assert first.costs.legs_spawned > 0 and first.costs.plans_spawned > 0
+    # The flow run carries the suite's tag; its task runs carry none (a tagged task run would lease tag
+    # concurrency slots from the server, one round trip each) and are named after the suite instead.
+    flow_tags, task_tags = _run_tags(_LAST_FLOW_RUN[-1])
+    assert {"eval-quality", "mutants", "suite:notes"} <= flow_tags
+    assert task_tags and all(not tags for tags in task_tags.values())
+    assert any(name.startswith("notes/") for name in task_tags)
     assert re.search(r"kill score 2/5 = 0\.40", suite_line(first.suites[0]))
     # Every class the first run decided was freshly observed: nothing rests on a remembered fault.
     assert summary["rememberedFaults"] == 0 and {m["outcomes"] for m in summary["mutants"]} == {"run", "none"}
