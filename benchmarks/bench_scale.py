@@ -20,7 +20,8 @@ with its own eval-quality home and embedded Prefect server:
   run, per 1,000 planned legs (the embedded server is another process and is not counted);
 * **fan-out efficiency**: ``--fan-legs`` legs of ``sleep 0.5`` at concurrency ``--fan-concurrency`` (32)
   through ``spawn-leg`` and the real adapter: ideal (legs x 0.5 / concurrency) over measured (aim >= 0.8);
-  and the same legs through ``spawn-leg``'s body on a plain thread pool, without Prefect (its share).
+  and the same legs through ``spawn-leg``'s body on a plain thread pool, without Prefect (its share),
+  and as many Prefect tasks that only sleep 0.5 s (Prefect's own fan-out: the floor of one task per leg).
 
 Usage: ``python benchmarks/bench_scale.py [--sizes 10,30,100] [--concurrency 8] [--fan-legs 128] [--profile DIR]``.
 Nothing is written outside temp directories; the table is printed at the end (and as JSON with
@@ -196,6 +197,21 @@ def measure_size(
             future.result()
         return time.perf_counter() - started
 
+    @task(name="sleep", cache_policy=NO_CACHE, persist_result=False)
+    def sleep_task(index: int) -> int:
+        """A task that only sleeps as long as a leg: Prefect's own fan-out, with no leg work at all."""
+        time.sleep(SLEEP_S)
+        return index
+
+    @flow(name="sleep-fan-out", validate_parameters=False)
+    def sleep_flow(tasks: int) -> float:
+        """``tasks`` sleeping tasks on the flow's thread pool; seconds from first submit to last answer."""
+        started = time.perf_counter()
+        futures = [sleep_task.submit(index) for index in range(tasks)]
+        for future in futures:
+            future.result()
+        return time.perf_counter() - started
+
     def fan_out_plain(legs: int, cache_dir: str, workspaces_dir: str, workers: int) -> float:
         """The same legs through spawn-leg's own body (leg cache, workspace, adapter) on a plain thread pool,
         without Prefect: what the fan-out would cost with no task orchestration at all."""
@@ -274,15 +290,19 @@ def measure_size(
     }
     if fan_legs:
         fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
-        runs, plain = [], []
+        sleeping = sleep_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
+        runs, plain, bare = [], [], []
         for attempt in range(2):
             _settle()
             runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
             _settle()
             plain.append(fan_out_plain(fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
+            _settle()
+            bare.append(sleeping(fan_legs))
         ideal = fan_legs * SLEEP_S / fan_concurrency
         figures.update(
-            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal, fan_plain_s=min(plain)
+            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal, fan_plain_s=min(plain),
+            fan_sleep_s=min(bare),
         )
     shutil.rmtree(home, ignore_errors=True)
     return figures
@@ -350,6 +370,11 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(
             f"fan-out without Prefect (spawn-leg's body on a plain pool of {fan['fan_concurrency']} threads): "
             f"{fan['fan_plain_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_plain_s']:.2f}: the rest is task orchestration"
+        )
+        print(
+            f"fan-out of {fan['fan_legs']} Prefect tasks that only sleep {SLEEP_S} s (no leg work): {fan['fan_sleep_s']:.2f} s, "
+            f"efficiency {fan['fan_ideal_s'] / fan['fan_sleep_s']:.2f}; spawn-leg against it: "
+            f"{fan['fan_sleep_s'] / fan['fan_s']:.2f}"
         )
 
 

@@ -35,6 +35,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.states import Completed, Failed
 
+from evalquality_core.adapters.abort import AbortFlag
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.adapters.http_service import ServiceAdapter
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
@@ -204,14 +205,17 @@ class LegJob:
     targets: TargetRegistry | None = None
 
 
-_ABORTS: dict[str, threading.Event] = {}
+_ABORTS: dict[str, AbortFlag] = {}
 _ABORTS_GUARD = threading.Lock()
 
 
-def abort_event(invocation: str) -> threading.Event:
-    """The abort signal every leg of an invocation polls; the flow sets it when it is interrupted."""
+def abort_event(invocation: str) -> AbortFlag:
+    """The abort signal every leg of an invocation waits on; the flow sets it when it is interrupted."""
     with _ABORTS_GUARD:
-        return _ABORTS.setdefault(invocation, threading.Event())
+        flag = _ABORTS.get(invocation)
+        if flag is None:
+            flag = _ABORTS[invocation] = AbortFlag()
+        return flag
 
 
 def release_invocation(invocation: str) -> None:

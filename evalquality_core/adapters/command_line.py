@@ -168,6 +168,10 @@ def _supervise(leg: LegProcess, spec: LaunchSpec, abort: AbortSignal | None) -> 
         os.set_blocking(leg.stdin.fileno(), False)
         selector.register(leg.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
     selector.register(leg.lifeline, selectors.EVENT_READ, "exit")
+    # An abort signal with a descriptor (adapters/abort.py) wakes the selector itself; a plain event is polled.
+    waitable = abort is not None and callable(getattr(abort, "fileno", None))
+    if waitable:
+        selector.register(abort.fileno(), selectors.EVENT_READ, "abort")  # type: ignore[union-attr]
     exit_code: int | None = None
     try:
         while True:
@@ -185,8 +189,10 @@ def _supervise(leg: LegProcess, spec: LaunchSpec, abort: AbortSignal | None) -> 
                     "CommandProbeRequest",
                     f"exceeded maxElapsedMs ({spec.max_elapsed_ms}ms) and was killed",
                 )
-            timeout = remaining if abort is None else min(remaining, _ABORT_POLL_S)
+            timeout = remaining if abort is None or waitable else min(remaining, _ABORT_POLL_S)
             for key, _mask in selector.select(timeout):
+                if key.data == "abort":
+                    continue  # seen at the top of the loop
                 if key.data == "exit":
                     exit_code = leg.read_exit()
                     if exit_code is not None:
