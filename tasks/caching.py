@@ -534,12 +534,7 @@ class VerifiedResultStorage(LocalFileSystem):
         the second read finds exactly the bytes the first one verified, it takes that check's outcome
         (once, by the SHA-256 of the whole file) instead of repeating it. Other bytes, such as a file
         replaced in between, are checked in full."""
-        resolved = self._resolve_path(path)
-        try:
-            content = _read_regular_file(resolved, MAX_RESULT_BYTES)
-        except StageResultRejected as why:
-            _warn_once(str(resolved), str(why))
-            raise
+        resolved, content = self._read(path)
         fingerprint = hashlib.sha256(content).digest()
         with _JUST_VERIFIED_GUARD:
             checked = _CHECKED_FILES.pop(fingerprint, None)
@@ -560,13 +555,17 @@ class VerifiedResultStorage(LocalFileSystem):
 
     def _verified(self, path: str) -> tuple[bytes, bytes, Any]:
         """``verified``, plus the result's own bytes (what Prefect hands its serializer)."""
+        resolved, content = self._read(path)
+        return (content, *self._verified_content(resolved, content))
+
+    def _read(self, path: str) -> tuple[Path, bytes]:
+        """Where a key's result lives and its bytes, read safely (a refusal is warned once and raised)."""
         resolved = self._resolve_path(path)
         try:
-            content = _read_regular_file(resolved, MAX_RESULT_BYTES)
+            return resolved, _read_regular_file(resolved, MAX_RESULT_BYTES)
         except StageResultRejected as why:
             _warn_once(str(resolved), str(why))
             raise
-        return (content, *self._verified_content(resolved, content))
 
     def _verified_content(self, resolved: Path, content: bytes) -> tuple[bytes, Any]:
         """The result bytes and the rebuilt value of the stored record ``content`` read from ``resolved``."""
