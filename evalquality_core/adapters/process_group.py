@@ -486,8 +486,11 @@ class LegProcess:
         try:
             with open(f"/proc/{self.pid}/stat", "rb") as handle:
                 state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except FileNotFoundError:
+            # Reaped already, when /proc is there to say so; without /proc only the watchdog can tell.
+            return os.path.exists("/proc/self/stat")
         except (OSError, IndexError):
-            return True  # reaped already
+            return False
         return state in (b"Z", b"X")
 
     def kill(self) -> None:

@@ -240,3 +240,31 @@ def _group_members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
                 members.append(int(entry.name))
     return members
+
+
+def _state_of(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def test_a_leaders_exit_is_seen_before_its_stopped_watchdog_reports_it(tmp_path: Path) -> None:
+    """``leader_exited`` asks the kernel: with the leg watchdog stopped (it can neither reap the leader nor
+    report), the leader's exit still shows, as a zombie, while ``read_exit`` has no news. This is what lets
+    a service adapter refuse a daemonizing service on a host too busy to schedule the watchdog."""
+    leg = LegProcess.launch([sys.executable, "-c", "import sys; sys.stdin.read()"], str(tmp_path), {}, stdin=True)
+    watchdog = _parent_of(leg.pid)
+    try:
+        assert not leg.leader_exited()
+        os.kill(watchdog, signal.SIGSTOP)
+        assert leg.stdin is not None
+        leg.stdin.close()  # end of input: the leader exits
+        _wait_until(lambda: _state_of(leg.pid) == "Z", 10, "the leader's exit")
+        assert leg.read_exit() is None  # the stopped watchdog said nothing
+        assert leg.leader_exited()
+    finally:
+        os.kill(watchdog, signal.SIGCONT)
+        leg.close()
+    assert _state_of(leg.pid) is None  # reaped once the watchdog ran again

@@ -86,6 +86,13 @@ def test_leg_states_names_tags_logs_and_a_moved_gate(conformance, tmp_path):
 
     first = run_preflight_flow(settings, gate_on_baseline=True, update_baseline=True)
     assert first.gate_exit == 0 and first.spawned == DISTINCT == len(marker_events(marker))
+    # spawn-leg's results stay in memory: its storage (where Prefect names them) holds the stages'
+    # results only, never a leg's (Prefect names an unkeyed result by a bare uuid hex).
+    from tasks.preflight import spawn_leg
+
+    stored = [path.name for path in Path(spawn_leg.result_storage.basepath).iterdir()]
+    assert any(name.startswith("plan-preflight-") for name in stored)
+    assert not [name for name in stored if re.fullmatch(r"[0-9a-f]{32}", name)]
     assert (first.spawned, first.collapsed, first.from_cache) == (DISTINCT, LEGS - DISTINCT, 0)
     first_id = _flow_run_id("preflight 1 suite ")
     task_runs = 1 + PROBES + LEGS + PROBES  # compile, plan per probe, the legs, reduce per probe
