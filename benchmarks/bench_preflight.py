@@ -32,6 +32,7 @@ importlib.import_module("flows")
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+from prefect.utilities.annotations import quote  # noqa: E402
 
 from evalquality_core.probe.policy import parse_command_target_policy  # noqa: E402
 from flows.preflight import run_preflight_flow  # noqa: E402
@@ -101,7 +102,8 @@ def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> tuple[float,
             "channels": {"argument": {}, "option": {}, "environment": {}, "stdin": {"kind": "absent"}},
         }
         job = LegJob(request, f"bench-{index}", policy, _stage_nothing, cache_dir, "force", "bench", workspaces_dir)
-        futures.append(spawn_leg.submit("bench", "P-000", f"leg-{index}", job))
+        # quoted as the flows pass it (flows/preflight.py): Prefect does not walk the job for futures
+        futures.append(spawn_leg.submit("bench", "P-000", f"leg-{index}", quote(job)))
     inside = sum(future.result().elapsed_s for future in futures)
     return time.perf_counter() - started, inside
 

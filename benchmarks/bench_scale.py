@@ -117,7 +117,8 @@ def measure_size(
     count: int, concurrency: int, fan_legs: int, fan_concurrency: int, profile: str | None = None
 ) -> dict[str, Any]:
     """One N, in this (child) process: see the module docstring. Returns the figures as a dict.
-    With ``profile`` (a folder), the second cached re-run is profiled into ``<folder>/cached-<N>.pstat``."""
+    With ``profile`` (a folder), the second cached re-run is profiled into ``<folder>/cached-<N>.pstat``,
+    and one more fan-out and sleep-only fan-out into ``fan-out.pstat`` and ``sleep-fan-out.pstat``."""
     home = Path(tempfile.mkdtemp(prefix=f"evalquality-scale-{count}-"))
     os.environ["EVALQUALITY_HOME"] = str(home)
     os.environ.pop("PREFECT_HOME", None)
@@ -129,6 +130,7 @@ def measure_size(
     from prefect import flow, task
     from prefect.cache_policies import NO_CACHE
     from prefect.task_runners import ThreadPoolTaskRunner
+    from prefect.utilities.annotations import quote
 
     from corpus.tools.synthesize import synthesize
     from evalquality_core.probe.policy import parse_command_target_policy
@@ -192,7 +194,8 @@ def measure_size(
         """One spawn-leg task per sleeping leg; seconds from first submit to last answer."""
         jobs = fan_jobs(legs, cache_dir, workspaces_dir)
         started = time.perf_counter()
-        futures = [spawn_leg.submit("bench", "P-000", leg_id, job) for leg_id, job in jobs]
+        # The job quoted, as the flows pass it (flows/preflight.py): Prefect does not walk it for futures.
+        futures = [spawn_leg.submit("bench", "P-000", leg_id, quote(job)) for leg_id, job in jobs]
         for future in futures:
             future.result()
         return time.perf_counter() - started
@@ -299,6 +302,11 @@ def measure_size(
             plain.append(fan_out_plain(fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
             _settle()
             bare.append(sleeping(fan_legs))
+        if profile:  # one more of each, profiled, after the timed ones: where the fan-out's CPU goes
+            _settle()
+            _Profile(str(Path(profile) / "fan-out.pstat")).run(fan, fan_legs, str(home / "fan-cache-profiled"), str(settings.workspaces_dir))
+            _settle()
+            _Profile(str(Path(profile) / "sleep-fan-out.pstat")).run(sleeping, fan_legs)
         ideal = fan_legs * SLEEP_S / fan_concurrency
         figures.update(
             fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal, fan_plain_s=min(plain),

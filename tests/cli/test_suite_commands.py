@@ -14,6 +14,9 @@ import pytest
 from evalquality_core.coverage.rules import COVERAGE_RULES
 from evalquality_core.suite.load import corpus_digest
 
+# The module fixture (``suite init``) serves every test here: one worker builds it once (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("suite-commands")
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 EQ = [sys.executable, "-m", "evalquality_core"]
 

@@ -32,7 +32,8 @@ from tests.postgres_cluster import Cluster
 PROJECT = Path(__file__).resolve().parents[2]
 SUITES = PROJECT / "corpus" / "suites"
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("batched-nightly")]
 
 
 def test_suites_are_dealt_round_robin_into_non_empty_batches() -> None:

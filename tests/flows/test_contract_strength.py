@@ -33,7 +33,8 @@ from flows.strength_report import HISTORY_FILE, REPORT_FILE
 PROJECT = Path(__file__).resolve().parents[2]
 KEPT = ("P-001", "P-006")
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("contract-strength")]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -41,7 +41,8 @@ from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("derive-services")]
 
 #: (suite, operator, line, replacement) -> what the row must say.
 CHOSEN = {

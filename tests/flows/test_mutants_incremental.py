@@ -35,7 +35,8 @@ from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mutants-incremental")]
 
 PATCHCHECK = '''"""Patch validation of the notes CLI (split out of notes.py by tests/flows/test_mutants_incremental.py)."""
 

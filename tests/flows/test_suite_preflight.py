@@ -23,7 +23,8 @@ from flows.settings import load_settings
 PROJECT = Path(__file__).resolve().parents[2]
 SUITES = PROJECT / "corpus" / "suites"
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("suite-preflight")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ import pytest
 
 from tests.fixtures.skill_suite import build_skill_suite, marker_events
 
-pytestmark = pytest.mark.slow
+# One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watching-server")]
 
 PROJECT = Path(__file__).resolve().parents[2]
 PROBES = 2
