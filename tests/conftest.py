@@ -51,11 +51,3 @@ def migrated_prefect_db() -> Path:
     own (tests/prefect_db.py); tests seed a fresh ``PREFECT_HOME`` with it through ``seed_prefect_home``."""
     return migrated_database(Path(os.environ["PREFECT_HOME"]), _HOME / "prefect-template" / "prefect.db")
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the modules that hold a ``slow`` test first, each module kept whole (its module fixtures are
-    built once): under xdist the long flows then start while the many short tests fill the gaps, instead
-    of one long test starting last and running alone (longest first). The order is deterministic, as
-    xdist requires every worker to collect the same."""
-    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") and item.module is not None}
-    items.sort(key=lambda item: item.module is None or item.module.__name__ not in slow_modules)
