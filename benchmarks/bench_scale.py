@@ -294,14 +294,18 @@ def measure_size(
     if fan_legs:
         fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
         sleeping = sleep_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
+        # Each attempt: (seconds from first submit to last answer, this process's CPU, its children's CPU).
         runs, plain, bare = [], [], []
+
+        def attempt_of(function: Any, *args: Any) -> tuple[float, float, float]:
+            _settle()
+            _wall, cpu, children, inside = _cpu_timed(function, *args)
+            return inside, cpu, children
+
         for attempt in range(2):
-            _settle()
-            runs.append(fan(fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
-            _settle()
-            plain.append(fan_out_plain(fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
-            _settle()
-            bare.append(sleeping(fan_legs))
+            runs.append(attempt_of(fan, fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
+            plain.append(attempt_of(fan_out_plain, fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
+            bare.append(attempt_of(sleeping, fan_legs))
         if profile:  # one more of each, profiled, after the timed ones: where the fan-out's CPU goes
             _settle()
             _Profile(str(Path(profile) / "fan-out.pstat")).run(fan, fan_legs, str(home / "fan-cache-profiled"), str(settings.workspaces_dir))
@@ -309,8 +313,8 @@ def measure_size(
             _Profile(str(Path(profile) / "sleep-fan-out.pstat")).run(sleeping, fan_legs)
         ideal = fan_legs * SLEEP_S / fan_concurrency
         figures.update(
-            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_s=min(runs), fan_ideal_s=ideal, fan_plain_s=min(plain),
-            fan_sleep_s=min(bare),
+            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_ideal_s=ideal, fan_cores=os.cpu_count() or 1,
+            fan=min(runs), fan_plain=min(plain), fan_sleep=min(bare),
         )
     shutil.rmtree(home, ignore_errors=True)
     return figures
@@ -370,19 +374,25 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(f"growth of per-leg overhead N={large['suites']} over N={small['suites']}: {growth:.2f} (aim <= 1.2)")
     fan = next((row for row in rows if row.get("fan_legs")), None)
     if fan:
+        ideal, cores = fan["fan_ideal_s"], fan["fan_cores"]
+
+        def cpu(figure: list[float]) -> str:
+            """Where the CPU went during one fan-out, against what the machine's cores offered meanwhile."""
+            return (f"CPU {figure[1]:.2f} s here + {figure[2]:.2f} s in children (the embedded server, the watchdogs) "
+                    f"of {cores * figure[0]:.2f} s on {cores} cores")
+
+        seconds, plain_s, sleep_s = fan["fan"][0], fan["fan_plain"][0], fan["fan_sleep"][0]
         print(
             f"fan-out: {fan['fan_legs']} legs x {SLEEP_S} s at concurrency {fan['fan_concurrency']}: measured "
-            f"{fan['fan_s']:.2f} s, ideal {fan['fan_ideal_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_s']:.2f} "
-            "(aim >= 0.8)"
+            f"{seconds:.2f} s, ideal {ideal:.2f} s, efficiency {ideal / seconds:.2f} (aim >= 0.8); {cpu(fan['fan'])}"
         )
         print(
             f"fan-out without Prefect (spawn-leg's body on a plain pool of {fan['fan_concurrency']} threads): "
-            f"{fan['fan_plain_s']:.2f} s, efficiency {fan['fan_ideal_s'] / fan['fan_plain_s']:.2f}: the rest is task orchestration"
+            f"{plain_s:.2f} s, efficiency {ideal / plain_s:.2f}; {cpu(fan['fan_plain'])}"
         )
         print(
-            f"fan-out of {fan['fan_legs']} Prefect tasks that only sleep {SLEEP_S} s (no leg work): {fan['fan_sleep_s']:.2f} s, "
-            f"efficiency {fan['fan_ideal_s'] / fan['fan_sleep_s']:.2f}; spawn-leg against it: "
-            f"{fan['fan_sleep_s'] / fan['fan_s']:.2f}"
+            f"fan-out of {fan['fan_legs']} Prefect tasks that only sleep {SLEEP_S} s (no leg work): {sleep_s:.2f} s, "
+            f"efficiency {ideal / sleep_s:.2f}; spawn-leg against it: {sleep_s / seconds:.2f}; {cpu(fan['fan_sleep'])}"
         )
 
 
