@@ -52,26 +52,3 @@ def migrated_prefect_db() -> Path:
     return migrated_database(Path(os.environ["PREFECT_HOME"]), _HOME / "prefect-template" / "prefect.db")
 
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Spread the modules that hold a ``slow`` test over the first half of the run, each module kept whole.
-
-    In collection order most slow modules (``tests/flows``) came last, and the fresh-clone suite spent its
-    last four minutes on them with the quick tests long done. All of them first was worse: four flows at
-    once, each with its own Prefect server and legs, oversubscribed two cores (load 13) and the suite
-    slowed. Interleaved, a slow module is followed by a run of quick ones. Deterministic, as xdist needs
-    every worker to collect the same order."""
-    modules: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    slow = [name for name, members in modules.items() if any(m.get_closest_marker("slow") for m in members)]
-    quick = [name for name in modules if name not in slow]
-    if not slow:
-        return
-    between = max(1, len(quick) // (2 * len(slow)))  # quick modules after each slow one: slow ones end mid-run
-    order: list[str] = []
-    for index, name in enumerate(slow):
-        order.append(name)
-        order.extend(quick[index * between : (index + 1) * between])
-    order.extend(quick[len(slow) * between :])
-    items[:] = [item for name in order for item in modules[name]]
