@@ -50,5 +50,3 @@ def migrated_prefect_db() -> Path:
     """A Prefect database already migrated to this Prefect's schema, copied once per test process from its
     own (tests/prefect_db.py); tests seed a fresh ``PREFECT_HOME`` with it through ``seed_prefect_home``."""
     return migrated_database(Path(os.environ["PREFECT_HOME"]), _HOME / "prefect-template" / "prefect.db")
-
-

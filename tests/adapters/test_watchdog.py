@@ -19,7 +19,7 @@ import pytest
 from evalquality_core.adapters import process_group
 from evalquality_core.adapters.process_group import LegProcess, live_process_groups, watchdog_pid
 from tests.adapters.command_subject import FIXTURES
-from tests.adapters.test_command_line import is_dead
+from tests.adapters.test_command_line import is_dead, process_state
 from tests.adapters.test_trust_boundary import _all_dead_within, _pids
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -242,14 +242,6 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
-def _state_of(pid: int) -> str | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return stat[stat.rfind(")") + 2 :].split()[0]
-
-
 def test_a_leaders_exit_is_seen_before_its_stopped_watchdog_reports_it(tmp_path: Path) -> None:
     """``leader_exited`` asks the kernel: with the leg watchdog stopped (it can neither reap the leader nor
     report), the leader's exit still shows, as a zombie, while ``read_exit`` has no news. This is what lets
@@ -261,10 +253,10 @@ def test_a_leaders_exit_is_seen_before_its_stopped_watchdog_reports_it(tmp_path:
         os.kill(watchdog, signal.SIGSTOP)
         assert leg.stdin is not None
         leg.stdin.close()  # end of input: the leader exits
-        _wait_until(lambda: _state_of(leg.pid) == "Z", 10, "the leader's exit")
+        _wait_until(lambda: process_state(leg.pid) == "Z", 10, "the leader's exit")
         assert leg.read_exit() is None  # the stopped watchdog said nothing
         assert leg.leader_exited()
     finally:
         os.kill(watchdog, signal.SIGCONT)
         leg.close()
-    assert _state_of(leg.pid) is None  # reaped once the watchdog ran again
+    assert process_state(leg.pid) is None  # reaped once the watchdog ran again
