@@ -6,7 +6,8 @@ Importing it fixes the environment Prefect reads at import time (prefect.md §1)
   server keeps its SQLite database beside our cache and nobody sets a server up by hand. With
   ``PREFECT_API_URL`` set (e.g. after ``prefect server start``), runs go to that server instead.
 * Prefect logs at WARNING, offline telemetry is off, and the embedded server's shutdown chatter is
-  silenced, so a normal run prints only our table.
+  silenced (in its own process too, through ``<PREFECT_HOME>/evalquality-logging.yml``: Prefect's
+  logging.yml with SQLAlchemy's logger at CRITICAL), so a normal run prints only our table.
 
 | variable | default |
 |---|---|
@@ -51,6 +52,41 @@ def configure_environment() -> None:
         # The same flush can run in this process (the client side of the embedded API) before Prefect
         # has applied its logging configuration; an explicit level on SQLAlchemy's logger covers that.
         logging.getLogger("sqlalchemy").setLevel(logging.CRITICAL)
+        # The embedded server itself is a uvicorn child process that inherits our environment and
+        # stderr but never imports this module, and SQLAlchemy sets its own logger to WARNING on
+        # import, so the root level above does not reach it. Prefect's environment overrides only
+        # touch loggers its logging.yml already names, so hand the child a logging file that does.
+        _use_quiet_logging_file(Path(os.environ["PREFECT_HOME"]).expanduser())
+
+
+QUIET_LOGGING_FILE = "evalquality-logging.yml"
+
+
+def _use_quiet_logging_file(prefect_home: Path) -> None:
+    """Point ``PREFECT_LOGGING_SETTINGS_PATH`` at Prefect's own logging.yml plus ``sqlalchemy`` at CRITICAL.
+
+    A user's choice wins: an explicit ``PREFECT_LOGGING_SETTINGS_PATH`` or a ``logging.yml`` in
+    Prefect's home (the file Prefect reads by default) is left alone.
+    """
+    if os.environ.get("PREFECT_LOGGING_SETTINGS_PATH") or (prefect_home / "logging.yml").exists():
+        return
+    import importlib.util
+
+    import yaml  # a Prefect dependency; importing it does not import Prefect
+
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or spec.origin is None:
+        return
+    config = yaml.safe_load((Path(spec.origin).parent / "logging" / "logging.yml").read_text())
+    config.setdefault("loggers", {})["sqlalchemy"] = {"level": "CRITICAL"}
+    text = yaml.safe_dump(config, sort_keys=False)
+    target = prefect_home / QUIET_LOGGING_FILE
+    if not target.exists() or target.read_text() != text:
+        # Written whole and renamed into place: flows starting together never read half a file.
+        from flows.output import write_atomically
+
+        write_atomically(target, text.encode())
+    os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(target)
 
 
 configure_environment()
