@@ -259,6 +259,10 @@ def _log(level: int, text: str) -> None:
     from prefect.exceptions import MissingContextError
     from prefect.logging import get_run_logger
 
+    # ``get_run_logger`` builds an adapter from the run context (~1 ms a leg, in the thread every leg
+    # shares the GIL with); a line below the run loggers' level (WARNING by default) is dropped anyway.
+    if not logging.getLogger("prefect.task_runs").isEnabledFor(level):
+        return
     try:
         get_run_logger().log(level, text)
     except MissingContextError:

@@ -18,6 +18,7 @@ tools the contract's mcp operations call against the entry's ``tools``, both way
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -130,6 +131,17 @@ class TargetRegistry:
     mcp_entries: tuple[Mapping[str, Any], ...] = ()
     #: Where each of ``mcp_entries`` stands in the file (``target[3]``), for diagnostics.
     mcp_places: tuple[str, ...] = ()
+
+    def with_budgets_scaled(self, factor: int) -> TargetRegistry:
+        """The same registry with every entry's ``maxElapsedMs`` multiplied by ``factor`` (capped at the
+        policies' limit): for runs that are slower by design, as the mutants' traced coverage runs."""
+
+        def scaled(entries: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
+            return tuple({**entry, "maxElapsedMs": min(entry["maxElapsedMs"] * factor, 2_147_483_647)} for entry in entries)
+
+        return dataclasses.replace(
+            self, entries=scaled(self.entries), api_entries=scaled(self.api_entries), mcp_entries=scaled(self.mcp_entries)
+        )
 
     def pairs(self) -> list[tuple[str, str]]:
         """The registered (interfaceId, executable) pairs, in declaration order."""

@@ -59,6 +59,12 @@ sys.settrace(_call)
 runpy.run_path(_script, run_name="__main__")
 '''
 
+#: A traced run gets this many times its target's ``max_elapsed_ms``. Tracing slows a system several
+#: times over, and a traced run that runs out of budget is recorded as reaching every line: its mutants
+#: then run every leg, and on a loaded machine the same suite's coverage (so its outcome keys) would
+#: differ from run to run. What a coverage run answers is never an observation, so its budget is ours.
+COVERAGE_BUDGET_SCALE = 4
+
 #: Lines reached: ``system/<file>`` → sorted line numbers.
 Lines = dict[str, list[int]]
 
@@ -106,7 +112,7 @@ def record_coverage(
         def one(run_id: str, request: Mapping[str, Any] | None) -> tuple[str, Lines | None]:
             out = scratch / f"{len(os.listdir(scratch))}-{abs(hash(run_id))}.lines"
             wrapper = write_wrapper(scratch, out)
-            adapter = adapter_for(suite, {"python": str(wrapper)})
+            adapter = adapter_for(suite, {"python": str(wrapper)}, budget_scale=COVERAGE_BUDGET_SCALE)
             workspace_dir = Path(tempfile.mkdtemp(prefix="eq-coverage-ws-", dir=scratch))
             try:
                 staged = stage_workspace(suite.root, workspace_dir / "ws")

@@ -464,12 +464,15 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite, values: dict[str, str] | None = None) -> ProbeRouter:
+def adapter_for(suite: Suite, values: dict[str, str] | None = None, *, budget_scale: int = 1) -> ProbeRouter:
     """Our adapters under the suite's target registry, the interpreter filled in: the command-line
     adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
     and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh
-    server per call in the staged workspace)."""
+    server per call in the staged workspace). ``budget_scale`` multiplies every target's
+    ``max_elapsed_ms`` (the traced coverage runs of suite/line_coverage.py)."""
     registry = parse_targets(suite.targets_text, str(suite.root / "targets.toml"))
+    if budget_scale != 1:
+        registry = registry.with_budgets_scaled(budget_scale)
     # ``values`` fills the registry's placeholders otherwise ({python}: this interpreter); the mutants'
     # line-coverage recording fills {python} with a tracing wrapper (suite/line_coverage.py).
     values = values or {"python": sys.executable}
