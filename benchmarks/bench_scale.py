@@ -136,6 +136,7 @@ def measure_size(
     from evalquality_core.probe.policy import parse_command_target_policy
     from flows.preflight import run_preflight_flow
     from flows.settings import FlowSettings
+    from flows.watch import enable_run_logs
     from tasks.preflight import LegJob, spawn_leg
 
     @task(name="no-op", cache_policy=NO_CACHE, persist_result=False)
@@ -192,6 +193,7 @@ def measure_size(
     @flow(name="fan-out", validate_parameters=False)
     def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> float:
         """One spawn-leg task per sleeping leg; seconds from first submit to last answer."""
+        enable_run_logs()  # as the flows' RunLog does: each spawned leg's INFO line reaches the server
         jobs = fan_jobs(legs, cache_dir, workspaces_dir)
         started = time.perf_counter()
         # The job quoted, as the flows pass it (flows/preflight.py): Prefect does not walk it for futures.
@@ -297,10 +299,12 @@ def measure_size(
         # Each attempt: (seconds from first submit to last answer, this process's CPU, its children's CPU).
         runs, plain, bare = [], [], []
 
-        def attempt_of(function: Any, *args: Any) -> tuple[float, float, float]:
+        def attempt_of(function: Any, *args: Any) -> tuple[float, float, float, float]:
             _settle()
             _wall, cpu, children, inside = _cpu_timed(function, *args)
-            return inside, cpu, children
+            before = children_cpu_s() - children
+            _settle()  # the embedded server catches up on what the fan-out sent it
+            return inside, cpu, children, children_cpu_s() - before
 
         for attempt in range(2):
             runs.append(attempt_of(fan, fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
@@ -379,7 +383,8 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         def cpu(figure: list[float]) -> str:
             """Where the CPU went during one fan-out, against what the machine's cores offered meanwhile."""
             return (f"CPU {figure[1]:.2f} s here + {figure[2]:.2f} s in children (the embedded server, the watchdogs) "
-                    f"of {cores * figure[0]:.2f} s on {cores} cores")
+                    f"of {cores * figure[0]:.2f} s on {cores} cores; children until settled {figure[3]:.2f} s "
+                    f"({1000 * figure[3] / fan['fan_legs']:.0f} ms per task run)")
 
         seconds, plain_s, sleep_s = fan["fan"][0], fan["fan_plain"][0], fan["fan_sleep"][0]
         print(
