@@ -65,10 +65,12 @@ QUIET_LOGGING_FILE = "evalquality-logging.yml"
 def _use_quiet_logging_file(prefect_home: Path) -> None:
     """Point ``PREFECT_LOGGING_SETTINGS_PATH`` at Prefect's own logging.yml plus ``sqlalchemy`` at CRITICAL.
 
-    A user's choice wins: an explicit ``PREFECT_LOGGING_SETTINGS_PATH`` or a ``logging.yml`` in
-    Prefect's home (the file Prefect reads by default) is left alone.
+    A user's choice wins: an explicit ``PREFECT_LOGGING_SETTINGS_PATH`` (other than such a file of
+    ours, inherited from a parent run with another home) or a ``logging.yml`` in Prefect's home (the
+    file Prefect reads by default) is left alone. A home we cannot write to keeps Prefect's defaults.
     """
-    if os.environ.get("PREFECT_LOGGING_SETTINGS_PATH") or (prefect_home / "logging.yml").exists():
+    chosen = os.environ.get("PREFECT_LOGGING_SETTINGS_PATH")
+    if (chosen and Path(chosen).name != QUIET_LOGGING_FILE) or (prefect_home / "logging.yml").exists():
         return
     import importlib.util
 
@@ -81,11 +83,14 @@ def _use_quiet_logging_file(prefect_home: Path) -> None:
     config.setdefault("loggers", {})["sqlalchemy"] = {"level": "CRITICAL"}
     text = yaml.safe_dump(config, sort_keys=False)
     target = prefect_home / QUIET_LOGGING_FILE
-    if not target.exists() or target.read_text() != text:
-        # Written whole and renamed into place: flows starting together never read half a file.
-        from flows.output import write_atomically
+    try:
+        if not target.exists() or target.read_text() != text:
+            # Written whole and renamed into place: flows starting together never read half a file.
+            from flows.output import write_atomically
 
-        write_atomically(target, text.encode())
+            write_atomically(target, text.encode())
+    except OSError:
+        return
     os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(target)
 
 

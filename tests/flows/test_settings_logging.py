@@ -73,6 +73,30 @@ def test_a_users_logging_choice_is_left_alone(tmp_path):
     assert not (prefect_home / "evalquality-logging.yml").exists()
 
 
+def test_a_run_with_another_home_writes_its_own_file_not_its_parents(tmp_path):
+    """A child flow inherits the parent's variable (pointing into the parent's home, which may be gone by
+    then); that is ours, not a user's choice, so the child writes and uses the file of its own home."""
+    parent = _flow_env(tmp_path)
+    own_home = tmp_path / "child-prefect"
+    env = _flow_env(tmp_path, {"PREFECT_LOGGING_SETTINGS_PATH": parent["PREFECT_LOGGING_SETTINGS_PATH"],
+                               "PREFECT_HOME": str(own_home)})
+    assert env["PREFECT_LOGGING_SETTINGS_PATH"] == str(own_home / "evalquality-logging.yml")
+    assert "sqlalchemy" in (own_home / "evalquality-logging.yml").read_text()
+
+
+def test_a_home_that_cannot_be_written_keeps_prefects_defaults_without_a_traceback(tmp_path):
+    home = tmp_path / "read-only"
+    home.mkdir()
+    home.chmod(0o500)
+    try:
+        if os.access(home, os.W_OK):  # root ignores the mode bits: make the file a directory instead
+            (home / "evalquality-logging.yml").mkdir()
+        env = _flow_env(tmp_path, {"PREFECT_HOME": str(home)})
+    finally:
+        home.chmod(0o700)
+    assert "PREFECT_LOGGING_SETTINGS_PATH" not in env
+
+
 def test_a_server_of_ones_own_gets_no_logging_file(tmp_path):
     env = _flow_env(tmp_path, {"PREFECT_API_URL": "http://127.0.0.1:9/api"})
     assert "PREFECT_LOGGING_SETTINGS_PATH" not in env
