@@ -12,6 +12,7 @@ construction), nor are imports deleted (a missing import only ever fails at star
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -268,6 +269,9 @@ def _summary(node: cst.CSTNode) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
 def parse_module(source: str) -> cst.Module:
     """The concrete syntax tree of ``source``; a syntax error is a :class:`libcst.ParserSyntaxError`."""
     return cst.parse_module(source)
@@ -285,9 +289,9 @@ def candidates(
     wrapper.visit(collector)
     positions = wrapper.resolve(PositionProvider)
     spans = wrapper.resolve(WhitespaceInclusivePositionProvider)
-    line_starts = [0]
-    for line in source.splitlines(keepends=True):
-        line_starts.append(line_starts[-1] + len(line))
+    # Lines as libcst (and Python's tokenizer) count them: only \n, \r\n and \r end one. ``splitlines``
+    # would also split at a form feed or U+2028 inside a string and shift every offset after it.
+    line_starts = [0, *(match.end() for match in _NEWLINE.finditer(source))]
 
     def offset(line: int, column: int) -> int:
         return line_starts[line - 1] + column

@@ -37,6 +37,10 @@ STRESS = {
         "result = call(\n    a=1 == 1,\n    b=not values,\n)\n"
     ),
     "no-final-newline": "def h(a):\n    return a >= 1 and a < 9",
+    # Characters str.splitlines() splits at but Python does not: a wrong line count would shift every
+    # later offset onto the same code one line off (the repeated line), and splice the wrong place.
+    "form-feed": "s = 'a\x0cb'\nx = y + 1\nx = y + 1\nprint(x == 2)\n",
+    "line-separator": "s = 'a\u2028b'  # \u2029\nx = y + 1\nx = y + 1\nx = y + 1\nprint(x == 2)\n",
 }
 
 
