@@ -333,7 +333,7 @@ def _renderer(
     def render() -> str:
         start, end = span
         code = module.code_for_node(replacement)
-        if splice and "\n" not in code and module.code_for_node(node) == source[start:end]:
+        if splice and "\n" not in code and "\r" not in code and module.code_for_node(node) == source[start:end]:
             return source[:start] + code + source[end:]
         return module.deep_replace(node, replacement).code  # type: ignore[union-attr]
 
