@@ -324,10 +324,12 @@ def _renderer(
     that is provably what re-rendering the whole tree gives, else by re-rendering it.
 
     Re-rendering (``deep_replace``) visits the whole module for every candidate: generation grew with
-    candidates x file size (2.4 s for the ``notes`` system, 90% of it here). A splice is the same text
-    when the node renders on its own exactly as it stands in the file (its code does not depend on the
-    surrounding indentation) and the replacement starts no new line (so no indentation is emitted
-    inside it); otherwise, e.g. a statement line inside a block, the tree is re-rendered.
+    candidates x file size (benchmarks/bench_generate.py: 4x slower over the corpus systems). A splice
+    is the same text when the node renders on its own exactly as it stands in the file (its code does
+    not depend on the surrounding indentation) and the replacement starts no new line (so no
+    indentation is emitted inside it); otherwise, e.g. a statement line inside a block, the tree is
+    re-rendered. (Where libcst does not round-trip a file, as one ending in a bare ``\r``, the splice
+    keeps the original bytes the re-render would have changed: the edit stays the mutation alone.)
     """
 
     def render() -> str:
