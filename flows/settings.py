@@ -79,17 +79,17 @@ def _use_quiet_logging_file(prefect_home: Path) -> None:
     spec = importlib.util.find_spec("prefect")
     if spec is None or spec.origin is None:
         return
-    config = yaml.safe_load((Path(spec.origin).parent / "logging" / "logging.yml").read_text())
-    config.setdefault("loggers", {})["sqlalchemy"] = {"level": "CRITICAL"}
-    text = yaml.safe_dump(config, sort_keys=False)
     target = prefect_home / QUIET_LOGGING_FILE
     try:
+        config = yaml.safe_load((Path(spec.origin).parent / "logging" / "logging.yml").read_text())
+        config.setdefault("loggers", {})["sqlalchemy"] = {"level": "CRITICAL"}
+        text = yaml.safe_dump(config, sort_keys=False)
         if not target.exists() or target.read_text() != text:
             # Written whole and renamed into place: flows starting together never read half a file.
             from flows.output import write_atomically
 
             write_atomically(target, text.encode())
-    except OSError:
+    except (OSError, yaml.YAMLError):  # Prefect's file unreadable, or our home not writable: its defaults
         return
     os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(target)
 

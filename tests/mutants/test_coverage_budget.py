@@ -1,8 +1,9 @@
 """A traced coverage run gets ``COVERAGE_BUDGET_SCALE`` times its target's budget (suite/line_coverage.py).
 
-Real child processes: a copy of the ``notes`` suite whose system sleeps 0.8 s only when it runs under a
-tracer, with a 500 ms budget. Untraced it answers in time; traced it needs more than its own budget,
-and within four times that its lines are recorded instead of "reaches everything" (``None``).
+Real child processes: a copy of the ``notes`` suite whose system sleeps 1.5 s only when it runs under a
+tracer, with a 1000 ms budget (room for an untraced start on a loaded machine). Untraced it answers in
+time; traced it needs more than its own budget, and within four times that its lines are recorded
+instead of "reaches everything" (``None``).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from flows.mutants import _distinct_legs
 from tasks.preflight import plan_preflight
 
 ROOT = Path(__file__).resolve().parents[2]
-SLOW_WHEN_TRACED = "import sys, time\nif sys.gettrace() is not None:\n    time.sleep(0.8)\n"
+SLOW_WHEN_TRACED = "import sys, time\nif sys.gettrace() is not None:\n    time.sleep(1.5)\n"
 
 
 def _slow_traced_notes(tmp_path: Path) -> Path:
     notes = tmp_path / "notes"
     shutil.copytree(ROOT / "corpus" / "suites" / "notes", notes, ignore=shutil.ignore_patterns("mutants"))
     targets = notes / "targets.toml"
-    targets.write_text(targets.read_text().replace("max_elapsed_ms = 10000", "max_elapsed_ms = 500"))
+    targets.write_text(targets.read_text().replace("max_elapsed_ms = 10000", "max_elapsed_ms = 1000"))
     script = notes / "system" / "notes.py"
     text = script.read_text()
     script.write_text(text.replace("import json\n", SLOW_WHEN_TRACED + "import json\n", 1))
@@ -61,13 +62,18 @@ def test_without_the_scaled_budget_the_same_run_would_reach_everything(tmp_path:
     assert coverage is not None and coverage[leg_id] is None, coverage
 
 
-def test_the_scaled_registry_multiplies_every_budget_and_nothing_else() -> None:
+@pytest.mark.parametrize("suite", ["notes", "notes-api", "notes-tools"])
+def test_the_scaled_registry_multiplies_every_budget_and_nothing_else(suite: str) -> None:
+    """Command, HTTP and tool-server entries alike (one corpus suite of each kind)."""
     from evalquality_core.probe.targets import parse_targets
 
-    registry = parse_targets((ROOT / "corpus" / "suites" / "notes" / "targets.toml").read_text())
+    registry = parse_targets((ROOT / "corpus" / "suites" / suite / "targets.toml").read_text())
     scaled = registry.with_budgets_scaled(4)
-    assert [e["maxElapsedMs"] for e in scaled.entries] == [4 * e["maxElapsedMs"] for e in registry.entries]
-    assert [{**e, "maxElapsedMs": 0} for e in scaled.entries] == [{**e, "maxElapsedMs": 0} for e in registry.entries]
+    for kind in ("entries", "api_entries", "mcp_entries"):
+        before, after = getattr(registry, kind), getattr(scaled, kind)
+        assert [e["maxElapsedMs"] for e in after] == [4 * e["maxElapsedMs"] for e in before], kind
+        assert [{**e, "maxElapsedMs": 0} for e in after] == [{**e, "maxElapsedMs": 0} for e in before], kind
+    assert scaled.api_entries or scaled.mcp_entries or suite == "notes"  # each kind is really exercised
     assert registry.with_budgets_scaled(1) == registry
 
 
