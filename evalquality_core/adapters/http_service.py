@@ -31,12 +31,21 @@ Its environment is ``PATH`` (absolute entries only) and nothing else; stdin is `
 stdout and stderr are drained for its whole life by one thread (a chatty or flooding server never
 blocks on a full pipe), which keeps only the last 400 bytes of stderr for the fault message.
 
-Readiness is a TCP connect to 127.0.0.1:<port>; a server that exits first, or is not ready in time,
-is ``port-failure`` naming why in one line (with the tail of its stderr), and nothing of it is left
-running. Choosing the port binds port 0 and releases it before the server binds it: another process
-could take it in between, which shows up as a server that exits at start (``port-failure``) or, if
-the other process listens, as answers from it, never as a request to anything but 127.0.0.1 on that
-port (the policy names only that).
+Readiness is a TCP connect to 127.0.0.1:<port> **and** the kernel's word that the socket listening
+there is held by the leg's own process tree; a server that exits first, or is not ready in time, is
+``port-failure`` naming why in one line (with the tail of its stderr), and nothing of it is left
+running. Choosing the port binds port 0 and releases it before the server binds it, so another
+process can take it in between (a busy CI host did: a trial's GET reached another worker's server as
+that was killed, and read "connection reset by peer"; a listener that answered would have been
+scored as the system's answer). So when the connect succeeds, the listening sockets on that port
+(asked of the kernel's sock_diag, else ``/proc/net/tcp`` and ``tcp6``: 127.0.0.1, 0.0.0.0, ``::``
+and ``::ffff:127.0.0.1``, whatever a connection to 127.0.0.1 can land on) must all be held by the leg's tree: the leader first, else
+every descendant of its leg watchdog (a subreaper, so a setsid grandchild is among them). A listener
+held by anything else means the port was taken: this attempt is killed and the service is started
+again on a fresh port, ``START_ATTEMPTS`` times in all, then ``port-failure`` naming the port. A
+service that hands its port to a process outside its tree (a container runtime's proxy) is refused
+the same way: what answers must be what the leg runs and kills. Where the kernel can say neither
+way (not Linux) the check is skipped and the connect alone says ready.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ import os
 import select
 import selectors
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -75,6 +85,27 @@ _DRAIN_POLL_S = 0.1
 #: How long a dead tree's pipes may take to report end-of-file before the output thread is stopped.
 _EXIT_DRAIN_S = 2.0
 _TYPED = (CliProbeRequest, ApiProbeRequest, McpProbeRequest)
+#: How many ports a service start may try when the chosen one turns out taken (module docstring).
+START_ATTEMPTS = 3
+#: Whether readiness asks the kernel who listens on the port (tests turn it off for the control).
+VERIFY_LISTENER = True
+#: Where a connection to 127.0.0.1 may land: 127.0.0.1 and 0.0.0.0; ``::`` and ``::ffff:127.0.0.1``.
+_LANDING_V4 = frozenset({socket.inet_pton(socket.AF_INET, "127.0.0.1"), bytes(4)})
+_LANDING_V6 = frozenset({bytes(16), socket.inet_pton(socket.AF_INET6, "::ffff:127.0.0.1")})
+#: The same, as ``/proc/net/tcp{,6}`` write addresses (hex words in host byte order).
+_LANDING_PROC = {
+    "/proc/net/tcp": frozenset({"0100007F", "00000000"}),
+    "/proc/net/tcp6": frozenset({"00000000000000000000000000000000", "0000000000000000FFFF00000100007F"}),
+}
+_TCP_LISTEN = 10
+# sock_diag (linux/sock_diag.h, linux/inet_diag.h): a dump of one family's listening TCP sockets.
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST_DUMP = 0x1 | 0x300
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+_NLMSG_HEADER = struct.Struct("=IHHII")
+_DIAG_REQUEST = struct.Struct("=BBBBI")  # family, protocol, extensions, pad, state mask; then the 48-byte socket id
+_DIAG_INODE_AT = 68  # inet_diag_msg: 4 bytes, the socket id (48), expires, rqueue, wqueue, uid, then the inode
 
 
 @dataclass(frozen=True)
@@ -159,6 +190,129 @@ class _OutputDrain:
         return text or "nothing on stderr"
 
 
+class _PortTaken(Exception):
+    """The chosen port's listener is not the service's own: start again on a fresh port."""
+
+
+def _listening_inodes(port: int) -> frozenset[int] | None:
+    """Socket inodes listening where a connection to 127.0.0.1:``port`` can land; None when the
+    kernel cannot say. Asked of sock_diag (tens of microseconds: it walks only the listening sockets);
+    ``/proc/net/tcp`` is the fallback (milliseconds: reading it walks the whole connection table)."""
+    try:
+        return _listening_inodes_diag(port)
+    except (OSError, AttributeError):  # no sock_diag here (AttributeError: no AF_NETLINK at all)
+        return _listening_inodes_proc(port)
+
+
+def _listening_inodes_diag(port: int) -> frozenset[int]:
+    """``_listening_inodes`` from a sock_diag netlink dump (``OSError`` where there is none)."""
+    found: set[int] = set()
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as netlink:
+        netlink.settimeout(2.0)
+        for family, landing, width in ((socket.AF_INET, _LANDING_V4, 4), (socket.AF_INET6, _LANDING_V6, 16)):
+            request = _DIAG_REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN)
+            request += struct.pack("!HH", port, 0) + bytes(44)  # the kernel skips listeners on other ports
+            netlink.send(_NLMSG_HEADER.pack(_NLMSG_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY,
+                                            _NLM_F_REQUEST_DUMP, 1, 0) + request)
+            done = False
+            while not done:
+                data = netlink.recv(1 << 16)
+                if not data:
+                    raise OSError("sock_diag closed the dump")
+                offset = 0
+                while offset + _NLMSG_HEADER.size <= len(data):
+                    length, kind = _NLMSG_HEADER.unpack_from(data, offset)[:2]
+                    body = offset + _NLMSG_HEADER.size
+                    if kind == _NLMSG_DONE:
+                        done = True
+                        break
+                    if kind == _NLMSG_ERROR:
+                        raise OSError(-struct.unpack_from("=i", data, body)[0], "sock_diag refused the dump")
+                    source_port = struct.unpack_from("!H", data, body + 4)[0]
+                    address = data[body + 8:body + 8 + width]
+                    if data[body + 1] == _TCP_LISTEN and source_port == port and address in landing:
+                        found.add(struct.unpack_from("=I", data, body + _DIAG_INODE_AT)[0])
+                    offset += max((length + 3) & ~3, _NLMSG_HEADER.size)
+    return frozenset(found)
+
+
+def _listening_inodes_proc(port: int) -> frozenset[int] | None:
+    """``_listening_inodes`` from ``/proc/net/tcp{,6}``; None when neither can be read."""
+    found: set[int] = set()
+    readable = False
+    for table, landing in _LANDING_PROC.items():
+        try:
+            with open(table, encoding="ascii") as handle:
+                lines = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != f"{_TCP_LISTEN:02X}":
+                continue
+            address, _, hex_port = fields[1].partition(":")
+            if address in landing and int(hex_port, 16) == port:
+                found.add(int(fields[9]))
+    return frozenset(found) if readable else None
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets ``pid`` holds open (empty when it is gone or unreadable)."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return inodes
+    for name in names:
+        try:
+            link = os.readlink(f"{fd_dir}/{name}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[8:-1]))
+    return inodes
+
+
+def _parent_of(pid: int) -> int | None:
+    """``pid``'s parent, read from ``/proc`` (None when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (from the parent links in ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            parent = _parent_of(int(name))
+            if parent is not None:
+                children.setdefault(parent, []).append(int(name))
+    found, queue = [], list(children.get(root, ()))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
+
+
+def _held_by_leg(listening: frozenset[int], leader: int, watchdog: int | None) -> bool:
+    """Whether every socket in ``listening`` is held by the leg's tree: its leader (the common case,
+    one directory to read), else any process below its leg watchdog."""
+    if listening <= _socket_inodes(leader):
+        return True
+    held: set[int] = set()
+    for pid in _descendants(watchdog) if watchdog is not None else ():
+        held |= _socket_inodes(pid)
+        if listening <= held:
+            return True
+    return False
+
+
 def _accepts(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2):
@@ -167,14 +321,33 @@ def _accepts(port: int) -> bool:
         return False
 
 
+def _ready(port: int, leg: LegProcess, watchdog: int | None) -> bool:
+    """Whether the service is ready: the port accepts a connection and its listener is the leg's own
+    (``_PortTaken`` when it is something else's)."""
+    if not _accepts(port):
+        return False
+    if not VERIFY_LISTENER:
+        return True
+    listening = _listening_inodes(port)
+    if listening is None:  # the kernel cannot say (not Linux): the connect is all there is
+        return True
+    if not listening:  # it closed between the connect and the look: look again next round
+        return False
+    if _held_by_leg(listening, leg.pid, watchdog):
+        return True
+    raise _PortTaken
+
+
 def _await_ready(leg: LegProcess, port: int, declaration: ServiceDeclaration, abort: AbortSignal | None,
                  output: _OutputDrain) -> None:
-    """Return once the service accepts connections on ``port``; raise ``port-failure`` (exited, not
-    ready in time) or ``aborted``. Waiting is on the lifeline, so an exit is seen at once."""
+    """Return once the service accepts connections on ``port`` on a socket of its own; raise
+    ``port-failure`` (exited, not ready in time), ``aborted``, or ``_PortTaken``. Waiting is on the
+    lifeline, so an exit is seen at once."""
     deadline = time.monotonic() + declaration.ready_timeout_ms / 1000.0
+    watchdog = _parent_of(leg.pid)  # the leg watchdog, a subreaper: every process of the leg is below it
     lifeline = select.poll()  # poll, not select: a busy host's descriptors may be numbered past 1024
     lifeline.register(leg.lifeline, select.POLLIN)
-    while not _accepts(port):
+    while not _ready(port, leg, watchdog):
         if abort is not None and abort.is_set():
             raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted while the service was starting")
         exit_code = leg.read_exit()
@@ -212,29 +385,42 @@ def running_service(
 ) -> Iterator[int]:
     """Start the service in ``workspace`` on a fresh loopback port as a leg process (module
     docstring), yield the port once it accepts connections, and kill its whole tree on exit from
-    the block, however it is left."""
-    port = free_loopback_port()
-    values = {**substitutions, declaration.port_placeholder: str(port)}
-    argv = declaration.argv(values)
+    the block, however it is left. A port found taken by another process is given up for a fresh one
+    (module docstring)."""
     cwd = os.path.join(os.fspath(workspace), declaration.cwd)
     env = {"PATH": absolute_path_entries(os.environ.get("PATH", ""))}
-    try:
-        leg = LegProcess.launch(argv, cwd, env, stdin=False)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise RuntimeFault("port-failure", "ProbeObservation", f'could not start service "{argv[0]}" in "{cwd}": {reason}') from None
-    try:
-        output = _OutputDrain(leg)
-    except BaseException:
-        leg.close()
-        raise
-    try:
-        _await_ready(leg, port, declaration, abort, output)
-        yield port
-    finally:
-        leg.kill()
-        output.finish(_EXIT_DRAIN_S)
-        leg.close()
+    taken: list[int] = []
+    while len(taken) < START_ATTEMPTS:
+        port = free_loopback_port()
+        argv = declaration.argv({**substitutions, declaration.port_placeholder: str(port)})
+        try:
+            leg = LegProcess.launch(argv, cwd, env, stdin=False)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise RuntimeFault("port-failure", "ProbeObservation", f'could not start service "{argv[0]}" in "{cwd}": {reason}') from None
+        try:
+            output = _OutputDrain(leg)
+        except BaseException:
+            leg.close()
+            raise
+        try:
+            try:
+                _await_ready(leg, port, declaration, abort, output)
+            except _PortTaken:
+                taken.append(port)
+                continue
+            yield port
+            return
+        finally:
+            leg.kill()
+            output.finish(_EXIT_DRAIN_S)
+            leg.close()
+    raise RuntimeFault(
+        "port-failure", "ProbeObservation",
+        f"the listener on port {', then port '.join(map(str, taken))} was not the service's own (another process took"
+        f" the port before the service bound it, or the service handed it to a process outside its tree);"
+        f" gave up after {START_ATTEMPTS} ports",
+    )
 
 
 class ServiceAdapter:
