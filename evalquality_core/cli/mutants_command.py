@@ -11,8 +11,7 @@ from pathlib import Path
 import click
 
 from evalquality_core.cli.main import cli, say
-from evalquality_core.mutants.generate import SourceProblem
-from evalquality_core.mutants.operators import CATALOGUE, UnknownOperator, parse_operator_names
+from evalquality_core.mutants.catalogue import CATALOGUE, UnknownOperator, parse_operator_names
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
 EXIT_MUTANTS_FAILED = 2
@@ -44,6 +43,8 @@ def _operators(value: str | None) -> tuple[str, ...]:
 @click.option("--per-line", "per_line", type=click.IntRange(min=1), help="At most N mutants per source line.")
 def generate_command(directory: Path, operators: str | None, sample_size: int | None, seed: int, per_line: int | None) -> None:
     """Generate and write the suite's mutants; print one summary line."""
+    # Imported here, not at the top: generation needs libcst, which no other command does.
+    from evalquality_core.mutants.generate import SourceProblem
     from evalquality_core.suite.mutants import MUTANTS_DIR, generate_for_suite, write_generation
 
     chosen = _operators(operators)

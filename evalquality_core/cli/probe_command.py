@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from evalquality_core.adapters.command_line import CommandLineAdapter, kill_all_live_groups
-from evalquality_core.adapters.http import HttpAdapter
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
 from evalquality_core.artifacts.port_messages import (
     ApiProbeRequest,
@@ -43,6 +43,9 @@ from evalquality_core.cli.io import (
 from evalquality_core.cli.main import cli
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.targets import parse_targets
+
+if TYPE_CHECKING:
+    from evalquality_core.adapters.http import HttpAdapter
 
 
 def _substitutions(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -86,6 +89,9 @@ def probe_command(
     if isinstance(request, McpProbeRequest):
         adapter = McpStdioAdapter(registry.to_mcp_policy(_substitutions(settings)), workdir=workdir or ".")
     elif isinstance(request, ApiProbeRequest):  # api entries of the registry, through the HTTP adapter
+        # Imported here: httpx costs about 0.1 s to import, and only an api request needs it.
+        from evalquality_core.adapters.http import HttpAdapter
+
         adapter = HttpAdapter(registry.to_api_policy(_substitutions(settings)))
     else:
         adapter = CommandLineAdapter(registry.to_policy(_substitutions(settings)), workdir=workdir or ".")

@@ -5,8 +5,8 @@ visits the concrete syntax tree and proposes replacement nodes. libcst keeps eve
 file (comments, spacing, quotes), so a mutated file differs from the original only at the node, and
 the difference becomes one ``find``/``replace`` pair (:mod:`.edits`).
 
-:data:`CATALOGUE` is the table: operator name (what ``--operators`` takes) → its ``mutatorName`` in the
-mutation-testing report, and what it does. Docstrings are never mutated (changing one is equivalent by
+:data:`CATALOGUE` (kept in :mod:`.catalogue`, which needs no libcst) is the table: operator name (what
+``--operators`` takes) → its ``mutatorName`` in the mutation-testing report, and what it does. Docstrings are never mutated (changing one is equivalent by
 construction), nor are imports deleted (a missing import only ever fails at start-up).
 """
 
@@ -19,47 +19,14 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
-
-@dataclass(frozen=True)
-class Operator:
-    """One row of the catalogue."""
-
-    name: str
-    mutator_name: str
-    does: str
-
-
-#: The catalogue, in report order. Names are the ``--operators`` vocabulary.
-CATALOGUE: tuple[Operator, ...] = (
-    Operator("arithmetic", "ArithmeticOperator", "+ <-> -, * <-> /, // -> /, % -> *, ** -> * (also in augmented assignments)"),
-    Operator("comparison", "EqualityOperator", "== <-> !=, < <-> <=, > <-> >=, is <-> is not, in <-> not in"),
-    Operator("boolean", "LogicalOperator", "and <-> or; `not x` -> `x`"),
-    Operator("constant", "BooleanLiteral", "True <-> False"),
-    Operator("number", "NumberLiteral", "an integer or float literal n -> n + 1"),
-    Operator("string", "StringLiteral", "a string literal s -> 'XX' + s + 'XX' (docstrings excepted)"),
-    Operator("return-value", "ReturnValue", "`return x` -> `return None`"),
-    Operator("statement-deletion", "StatementDeletion", "a call statement or augmented assignment -> `pass`"),
-    Operator("assignment", "AssignmentValue", "`x = value` -> `x = None`"),
-    Operator("condition", "ConditionalExpression", "the test of an if, while or conditional expression -> True, and -> False"),
-    Operator("loop", "ZeroIterationLoop", "`for x in xs` -> `for x in []`"),
-    Operator("break-continue", "BreakContinue", "break <-> continue"),
+from evalquality_core.mutants.catalogue import (  # noqa: F401  (re-exported: the operators' table)
+    CATALOGUE,
+    MUTATOR_NAMES,
+    OPERATOR_NAMES,
+    Operator,
+    UnknownOperator,
+    parse_operator_names,
 )
-OPERATOR_NAMES: tuple[str, ...] = tuple(operator.name for operator in CATALOGUE)
-MUTATOR_NAMES: dict[str, str] = {operator.name: operator.mutator_name for operator in CATALOGUE}
-
-
-class UnknownOperator(ValueError):
-    """An ``--operators`` name the catalogue does not hold (the message lists the known ones)."""
-
-
-def parse_operator_names(names: Sequence[str] | None) -> tuple[str, ...]:
-    """The operators asked for (default: the whole catalogue, in catalogue order); refuses an unknown one."""
-    if not names:
-        return OPERATOR_NAMES
-    unknown = sorted(set(names) - set(OPERATOR_NAMES))
-    if unknown:
-        raise UnknownOperator(f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(OPERATOR_NAMES)}")
-    return tuple(name for name in OPERATOR_NAMES if name in set(names))
 
 
 @dataclass(frozen=True, eq=False)
