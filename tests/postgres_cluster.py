@@ -15,12 +15,13 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.ports import server_port
 
 SUPERUSER = "evalquality"
 
@@ -44,9 +45,7 @@ def server_bin_dir() -> Path:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return server_port()  # below the ephemeral range: no service a test starts can be handed it meanwhile
 
 
 def _run_as() -> list[str]:

@@ -9,7 +9,6 @@ host, so a broken adapter that *would* connect to 10.0.0.5 fails its case withou
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -21,6 +20,7 @@ from evalquality_core.probe.api_conformance import ApiProbeSubject, DeniedAddres
 from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
 from evalquality_core.probe.conformance import PortInstance, Scenario
 from tests.adapters.http_server import LoopbackServer
+from tests.ports import server_port
 
 SERVICE = "notes-svc"
 NAMES = {
@@ -93,10 +93,8 @@ def subject_policy(port: int) -> ProbeTargetPolicy:
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, below the ephemeral range (tests/ports.py)."""
+    return server_port()
 
 
 class CountingMechanism:

@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from deployments.batched_nightly import split_batches
+from tests.ports import server_port
 from tests.postgres_cluster import Cluster
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -45,9 +45,7 @@ def test_suites_are_dealt_round_robin_into_non_empty_batches() -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return server_port()  # below the ephemeral range: no service a test starts can be handed it meanwhile
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], deadline_s: float = 240) -> None:

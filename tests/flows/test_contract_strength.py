@@ -29,6 +29,7 @@ from flows.contract_strength import (
 )
 from flows.strength_document import read_suite_strength
 from flows.strength_report import HISTORY_FILE, REPORT_FILE
+from tests.ports import server_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 KEPT = ("P-001", "P-006")
@@ -275,12 +276,9 @@ def test_a_moved_night_run_as_a_deployment_ends_failed_in_one_line_without_a_tra
     record["findings"] = [f for f in record["findings"] if f["oracleId"] != "O-001"]
     record_path.write_text(json.dumps(record))
 
-    import socket
-
-    with socket.socket() as probe:  # a port of its own: SubprocessASGIServer() without one is the
-        probe.bind(("127.0.0.1", 0))  # process's embedded server (a singleton), which must keep running
-        port = probe.getsockname()[1]
-    server = SubprocessASGIServer(port=port)
+    # A port of its own (SubprocessASGIServer() without one is the process's embedded server, a singleton
+    # which must keep running), below the ephemeral range (tests/ports.py).
+    server = SubprocessASGIServer(port=server_port())
     server.start(timeout=120)
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from uuid import UUID
 import pytest
 
 from tests.fixtures.skill_suite import build_skill_suite, marker_events
+from tests.ports import server_port
 
 # One module fixture runs the flow(s) every test here reads: one worker builds it once (--dist loadgroup).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watching-server")]
@@ -36,10 +36,8 @@ def _start_server():
     """A Prefect server process on a free loopback port (the worker's temp PREFECT_HOME)."""
     from prefect.server.api.server import SubprocessASGIServer
 
-    with socket.socket() as probe:  # a port of its own: without one it is the process's embedded singleton
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = SubprocessASGIServer(port=port)
+    # A port of its own (without one it is the process's embedded singleton), below the ephemeral range.
+    process = SubprocessASGIServer(port=server_port())
     process.start(timeout=120)
     return process
 
