@@ -32,20 +32,22 @@ stdout and stderr are drained for its whole life by one thread (a chatty or floo
 blocks on a full pipe), which keeps only the last 400 bytes of stderr for the fault message.
 
 Readiness is a TCP connect to 127.0.0.1:<port> **and** the kernel's word that the socket listening
-there is held by the leg's own process tree; a server that exits first, or is not ready in time, is
+there is held by the leg's own process tree. A server that exits first, or is not ready in time, is
 ``port-failure`` naming why in one line (with the tail of its stderr), and nothing of it is left
-running. Choosing the port binds port 0 and releases it before the server binds it, so another
-process can take it in between (a busy CI host did: a trial's GET reached another worker's server as
-that was killed, and read "connection reset by peer"; a listener that answered would have been
-scored as the system's answer). So when the connect succeeds, the listening sockets on that port
-(asked of the kernel's sock_diag, else ``/proc/net/tcp`` and ``tcp6``: 127.0.0.1, 0.0.0.0, ``::``
-and ``::ffff:127.0.0.1``, whatever a connection to 127.0.0.1 can land on) must all be held by the leg's tree: the leader first, else
-every descendant of its leg watchdog (a subreaper, so a setsid grandchild is among them). A listener
-held by anything else means the port was taken: this attempt is killed and the service is started
-again on a fresh port, ``START_ATTEMPTS`` times in all, then ``port-failure`` naming the port. A
-service that hands its port to a process outside its tree (a container runtime's proxy) is refused
-the same way: what answers must be what the leg runs and kills. Where the kernel can say neither
-way (not Linux) the check is skipped and the connect alone says ready.
+running.
+
+Why the second half: the port is chosen by binding port 0 and releasing it, so another process can
+take it before the server binds it. Then the connect reaches that other process, and its answers
+would be scored as the system's. On a busy CI host this is the likely cause of one live trial's GET
+reading "connection reset by peer" (another worker's server, killed as it was asked). So once the
+connect succeeds, every socket listening where a connection to 127.0.0.1 can land (127.0.0.1,
+0.0.0.0, ``::``, ``::ffff:127.0.0.1``; asked of sock_diag, else read from ``/proc/net/tcp{,6}``)
+must be held by the leg's tree: the leader, else any descendant of its leg watchdog (a subreaper,
+so a setsid grandchild counts). A listener held by anything else means the port was taken: that
+attempt is killed and the service starts again on a fresh port, ``START_ATTEMPTS`` ports in all,
+then ``port-failure`` naming them. A service that hands its port to a process outside its tree (a
+container runtime's proxy) is refused the same way: what answers must be what the leg runs and
+kills. Where the kernel can say neither way (not Linux), the connect alone says ready.
 """
 
 from __future__ import annotations
@@ -417,9 +419,9 @@ def running_service(
             leg.close()
     raise RuntimeFault(
         "port-failure", "ProbeObservation",
-        f"the listener on port {', then port '.join(map(str, taken))} was not the service's own (another process took"
-        f" the port before the service bound it, or the service handed it to a process outside its tree);"
-        f" gave up after {START_ATTEMPTS} ports",
+        f"on each of {len(taken)} tries the service's port was held by a process outside its tree, not the service's own"
+        f" (port {', port '.join(map(str, taken))}): another process took it before the service bound it, or the"
+        " service handed it to a process it does not run",
     )
 
 
