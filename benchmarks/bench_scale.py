@@ -135,7 +135,7 @@ def measure_size(
     from corpus.tools.synthesize import synthesize
     from evalquality_core.probe.policy import parse_command_target_policy
     from flows.preflight import run_preflight_flow
-    from flows.settings import FlowSettings
+    from flows.settings import FlowSettings, flow_run_settings
     from flows.watch import enable_run_logs
     from tasks.preflight import LegJob, spawn_leg
 
@@ -226,102 +226,105 @@ def measure_size(
             list(pool.map(lambda item: spawn_leg.fn("bench", "P-000", item[0], item[1]), jobs))
         return time.perf_counter() - started
 
-    runner = ThreadPoolTaskRunner(max_workers=concurrency)
-    no_op_flow.with_options(task_runner=runner)(1)  # start the embedded server (not timed)
-    time.sleep(PAUSE_S)
-    startup_s, _ = _timed(no_op_flow.with_options(task_runner=runner), 1)
+    # Every flow here, ours and the baselines alike, runs with the flows' own Prefect settings
+    # (flows/settings.py: no heartbeats on the embedded server), so no fixed cost is on one side only.
+    with flow_run_settings():
+        runner = ThreadPoolTaskRunner(max_workers=concurrency)
+        no_op_flow.with_options(task_runner=runner)(1)  # start the embedded server (not timed)
+        time.sleep(PAUSE_S)
+        startup_s, _ = _timed(no_op_flow.with_options(task_runner=runner), 1)
 
-    suites_dir = home / "suites"
-    synthesize(count, suites_dir)
-    settings = FlowSettings(
-        home=home, suites_dir=suites_dir, out_dir=home / "out", concurrency=concurrency,
-        baseline=suites_dir / "expected-preflight.json",
-    )
-    rss_before = _rss_mib()
-    time.sleep(PAUSE_S)
-    first_s, first = _timed(run_preflight_flow, settings)
-    legs = sum(row.legs_planned or 0 for row in first.probes)
-    probes = len(first.probes)
-    moved = [
-        f"{row.suite}/{row.probe_id}: {row.outcome}" for row in first.probes if row.outcome.startswith("fault")
-    ] + [f"{failure.suite}: {failure.message}" for failure in first.failures]
-    task_runs = count + probes + legs + probes  # compile, plan, spawn-leg, reduce
-    cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
-    cached_cpu, noop_cpu, cached_server, noop_server = [], [], [], []
-    cached = first
-    profiler = _Profile(None)
-    for attempt in range(2):
-        if profile and attempt == 1:  # the profile's own cost never enters the figures: the best run counts
-            profiler = _Profile(str(Path(profile) / f"cached-{count}.pstat"))
-        _settle()
-        elapsed, cpu, server, cached = _cpu_timed(profiler.run, run_preflight_flow, settings)
-        cached_times.append(elapsed)
-        cached_bodies.append(cached.wall_seconds)
-        cached_cpu.append(cpu)
-        cached_server.append(server)
-        _settle()
-        elapsed, cpu, server, body = _cpu_timed(no_op_flow.with_options(task_runner=runner), task_runs)
-        noop_times.append(elapsed)
-        noop_bodies.append(body)
-        noop_cpu.append(cpu)
-        noop_server.append(server)
-    cached_s, noop_s = min(cached_times), min(noop_times)
-    peak = _peak_rss_mib()
-
-    figures: dict[str, Any] = {
-        "suites": count,
-        "probes": probes,
-        "legs": legs,
-        "distinct": first.distinct_spawns,
-        "spawned_first": first.spawned,
-        "spawned_cached": cached.spawned,
-        "task_runs": task_runs,
-        "first_s": first_s,
-        "cached_s": cached_s,
-        "startup_s": startup_s,
-        "noop_s": noop_s,
-        # Inside the flow body: the flow run's creation and finish (start-up) are left out, and with them
-        # the embedded SQLite server's 503 back-offs after a large flow (prefect.md §8), which are noise here.
-        "per_leg_ms": 1000 * min(cached_bodies) / legs,
-        "noop_per_leg_ms": 1000 * min(noop_bodies) / legs,
-        # CPU per planned leg, this process (flow, task threads, client) and the embedded server apart.
-        "cpu_per_leg_ms": 1000 * min(cached_cpu) / legs,
-        "noop_cpu_per_leg_ms": 1000 * min(noop_cpu) / legs,
-        "server_cpu_per_leg_ms": 1000 * min(cached_server) / legs,
-        "noop_server_cpu_per_leg_ms": 1000 * min(noop_server) / legs,
-        "peak_rss_mib": peak,
-        "rss_per_1000_legs_mib": 1000 * max(peak - rss_before, 0.0) / legs,
-        "faults": moved[:5],
-    }
-    if fan_legs:
-        fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
-        sleeping = sleep_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
-        # Each attempt: (seconds from first submit to last answer, this process's CPU, its children's CPU).
-        runs, plain, bare = [], [], []
-
-        def attempt_of(function: Any, *args: Any) -> tuple[float, float, float, float]:
-            _settle()
-            _wall, cpu, children, inside = _cpu_timed(function, *args)
-            before = children_cpu_s() - children
-            _settle()  # the embedded server catches up on what the fan-out sent it
-            return inside, cpu, children, children_cpu_s() - before
-
-        for attempt in range(2):
-            runs.append(attempt_of(fan, fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
-            plain.append(attempt_of(fan_out_plain, fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
-            bare.append(attempt_of(sleeping, fan_legs))
-        if profile:  # one more of each, profiled, after the timed ones: where the fan-out's CPU goes
-            _settle()
-            _Profile(str(Path(profile) / "fan-out.pstat")).run(fan, fan_legs, str(home / "fan-cache-profiled"), str(settings.workspaces_dir))
-            _settle()
-            _Profile(str(Path(profile) / "sleep-fan-out.pstat")).run(sleeping, fan_legs)
-        ideal = fan_legs * SLEEP_S / fan_concurrency
-        figures.update(
-            fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_ideal_s=ideal, fan_cores=os.cpu_count() or 1,
-            fan=min(runs), fan_plain=min(plain), fan_sleep=min(bare),
+        suites_dir = home / "suites"
+        synthesize(count, suites_dir)
+        settings = FlowSettings(
+            home=home, suites_dir=suites_dir, out_dir=home / "out", concurrency=concurrency,
+            baseline=suites_dir / "expected-preflight.json",
         )
-    shutil.rmtree(home, ignore_errors=True)
-    return figures
+        rss_before = _rss_mib()
+        time.sleep(PAUSE_S)
+        first_s, first = _timed(run_preflight_flow, settings)
+        legs = sum(row.legs_planned or 0 for row in first.probes)
+        probes = len(first.probes)
+        moved = [
+            f"{row.suite}/{row.probe_id}: {row.outcome}" for row in first.probes if row.outcome.startswith("fault")
+        ] + [f"{failure.suite}: {failure.message}" for failure in first.failures]
+        task_runs = count + probes + legs + probes  # compile, plan, spawn-leg, reduce
+        cached_times, cached_bodies, noop_times, noop_bodies = [], [], [], []
+        cached_cpu, noop_cpu, cached_server, noop_server = [], [], [], []
+        cached = first
+        profiler = _Profile(None)
+        for attempt in range(2):
+            if profile and attempt == 1:  # the profile's own cost never enters the figures: the best run counts
+                profiler = _Profile(str(Path(profile) / f"cached-{count}.pstat"))
+            _settle()
+            elapsed, cpu, server, cached = _cpu_timed(profiler.run, run_preflight_flow, settings)
+            cached_times.append(elapsed)
+            cached_bodies.append(cached.wall_seconds)
+            cached_cpu.append(cpu)
+            cached_server.append(server)
+            _settle()
+            elapsed, cpu, server, body = _cpu_timed(no_op_flow.with_options(task_runner=runner), task_runs)
+            noop_times.append(elapsed)
+            noop_bodies.append(body)
+            noop_cpu.append(cpu)
+            noop_server.append(server)
+        cached_s, noop_s = min(cached_times), min(noop_times)
+        peak = _peak_rss_mib()
+
+        figures: dict[str, Any] = {
+            "suites": count,
+            "probes": probes,
+            "legs": legs,
+            "distinct": first.distinct_spawns,
+            "spawned_first": first.spawned,
+            "spawned_cached": cached.spawned,
+            "task_runs": task_runs,
+            "first_s": first_s,
+            "cached_s": cached_s,
+            "startup_s": startup_s,
+            "noop_s": noop_s,
+            # Inside the flow body: the flow run's creation and finish (start-up) are left out, and with them
+            # the embedded SQLite server's 503 back-offs after a large flow (prefect.md §8), which are noise here.
+            "per_leg_ms": 1000 * min(cached_bodies) / legs,
+            "noop_per_leg_ms": 1000 * min(noop_bodies) / legs,
+            # CPU per planned leg, this process (flow, task threads, client) and the embedded server apart.
+            "cpu_per_leg_ms": 1000 * min(cached_cpu) / legs,
+            "noop_cpu_per_leg_ms": 1000 * min(noop_cpu) / legs,
+            "server_cpu_per_leg_ms": 1000 * min(cached_server) / legs,
+            "noop_server_cpu_per_leg_ms": 1000 * min(noop_server) / legs,
+            "peak_rss_mib": peak,
+            "rss_per_1000_legs_mib": 1000 * max(peak - rss_before, 0.0) / legs,
+            "faults": moved[:5],
+        }
+        if fan_legs:
+            fan = fan_out_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
+            sleeping = sleep_flow.with_options(task_runner=ThreadPoolTaskRunner(max_workers=fan_concurrency))
+            # Each attempt: (seconds from first submit to last answer, this process's CPU, its children's CPU).
+            runs, plain, bare = [], [], []
+
+            def attempt_of(function: Any, *args: Any) -> tuple[float, float, float, float]:
+                _settle()
+                _wall, cpu, children, inside = _cpu_timed(function, *args)
+                before = children_cpu_s() - children
+                _settle()  # the embedded server catches up on what the fan-out sent it
+                return inside, cpu, children, children_cpu_s() - before
+
+            for attempt in range(2):
+                runs.append(attempt_of(fan, fan_legs, str(home / f"fan-cache-{attempt}"), str(settings.workspaces_dir)))
+                plain.append(attempt_of(fan_out_plain, fan_legs, str(home / f"fan-plain-{attempt}"), str(settings.workspaces_dir), fan_concurrency))
+                bare.append(attempt_of(sleeping, fan_legs))
+            if profile:  # one more of each, profiled, after the timed ones: where the fan-out's CPU goes
+                _settle()
+                _Profile(str(Path(profile) / "fan-out.pstat")).run(fan, fan_legs, str(home / "fan-cache-profiled"), str(settings.workspaces_dir))
+                _settle()
+                _Profile(str(Path(profile) / "sleep-fan-out.pstat")).run(sleeping, fan_legs)
+            ideal = fan_legs * SLEEP_S / fan_concurrency
+            figures.update(
+                fan_legs=fan_legs, fan_concurrency=fan_concurrency, fan_ideal_s=ideal, fan_cores=os.cpu_count() or 1,
+                fan=min(runs), fan_plain=min(plain), fan_sleep=min(bare),
+            )
+        shutil.rmtree(home, ignore_errors=True)
+        return figures
 
 
 def _child(count: int, args: argparse.Namespace, fan_legs: int) -> dict[str, Any]:

@@ -77,7 +77,7 @@ from flows.lifecycle import (
 from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
-from flows.settings import FlowSettings, load_settings
+from flows.settings import FlowSettings, flow_run_settings, load_settings
 from flows.strength_baseline import (
     BASELINE_FILE,
     GateResult,
@@ -965,16 +965,17 @@ def run_contract_strength(
     runner = task_runner or ThreadPoolTaskRunner(max_workers=settings.concurrency)
     shared = _share_api_with_worker_processes(runner)
     try:
-        state = contract_strength.with_options(task_runner=runner)(
-            suites_dir=suites_dir,
-            out_dir=out_dir,
-            baseline=baseline,
-            mode=mode,
-            update_baseline_file=update_baseline_file,
-            return_state=True,
-            trials=trials,
-            fresh_trials=fresh_trials,
-        )
+        with flow_run_settings():
+            state = contract_strength.with_options(task_runner=runner)(
+                suites_dir=suites_dir,
+                out_dir=out_dir,
+                baseline=baseline,
+                mode=mode,
+                update_baseline_file=update_baseline_file,
+                return_state=True,
+                trials=trials,
+                fresh_trials=fresh_trials,
+            )
         value = state.result(raise_on_failure=False)
         if isinstance(value, GateMoved):
             return value.run  # type: ignore[no-any-return]

@@ -99,6 +99,7 @@ from flows.lifecycle import (
 )
 from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
 from flows.output import write_artifact
+from flows.settings import flow_run_settings
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from flows.watch import tag_flow_run
 from tasks.leg_cache import close_leg_cache
@@ -576,18 +577,19 @@ def run_mutants_flow(args: argparse.Namespace, settings: Any, concurrency: int) 
     """Run the flow on a bounded thread pool; its ``MutantsRun`` (a Failed state's included)."""
     runner = ThreadPoolTaskRunner(max_workers=concurrency)
     mode = "force" if args.force else "default"
-    state = mutants.with_options(task_runner=runner)(
-        suites_dir=str(Path(args.suites).resolve() if args.suites else settings.suites_dir),
-        out_dir=str(Path(args.out).resolve() if args.out else settings.home / "mutants"),
-        cache_dir=settings.leg_cache,
-        store_dir=str(settings.leg_cache_dir),
-        workspaces_dir=str(settings.workspaces_dir),
-        suites=args.suite or None,
-        operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
-        sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
-        mutant_ids=args.mutant or None, derive=args.derive, trials_sample=args.trials_sample,
-        return_state=True,
-    )
+    with flow_run_settings():
+        state = mutants.with_options(task_runner=runner)(
+            suites_dir=str(Path(args.suites).resolve() if args.suites else settings.suites_dir),
+            out_dir=str(Path(args.out).resolve() if args.out else settings.home / "mutants"),
+            cache_dir=settings.leg_cache,
+            store_dir=str(settings.leg_cache_dir),
+            workspaces_dir=str(settings.workspaces_dir),
+            suites=args.suite or None,
+            operators=[n.strip() for n in (args.operators or "").split(",") if n.strip()] or None,
+            sample=args.sample, seed=args.seed, per_line=args.per_line, coverage=not args.no_coverage, mode=mode,
+            mutant_ids=args.mutant or None, derive=args.derive, trials_sample=args.trials_sample,
+            return_state=True,
+        )
     value = state.result(raise_on_failure=False)
     if isinstance(value, BaseException):
         raise value

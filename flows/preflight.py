@@ -59,7 +59,7 @@ from flows.report import (
     render_table,
     summary_line,
 )
-from flows.settings import FlowSettings
+from flows.settings import FlowSettings, flow_run_settings
 from flows.suites import Suite, load_suites
 from flows.watch import (
     GateMoved,
@@ -387,16 +387,17 @@ def run_preflight_flow(
     code and lines) and its flow run ends Failed when the gate moved.
     """
     runner = ThreadPoolTaskRunner(max_workers=settings.concurrency)
-    state = preflight.with_options(task_runner=runner)(
-        suites_dir=str(settings.suites_dir),
-        out_dir=str(settings.out_dir),
-        cache_dir=settings.leg_cache,
-        workspaces_dir=str(settings.workspaces_dir),
-        mode=mode,
-        baseline=str(settings.baseline) if gate_on_baseline or update_baseline else None,
-        update_baseline=update_baseline,
-        return_state=True,
-    )
+    with flow_run_settings():
+        state = preflight.with_options(task_runner=runner)(
+            suites_dir=str(settings.suites_dir),
+            out_dir=str(settings.out_dir),
+            cache_dir=settings.leg_cache,
+            workspaces_dir=str(settings.workspaces_dir),
+            mode=mode,
+            baseline=str(settings.baseline) if gate_on_baseline or update_baseline else None,
+            update_baseline=update_baseline,
+            return_state=True,
+        )
     return run_of(state)
 
 
