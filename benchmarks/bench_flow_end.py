@@ -1,0 +1,80 @@
+"""What a flow run costs on the embedded server with Prefect's heartbeats and with the flows' own settings.
+
+A flow with one subflow and one task (the shape of a contract-strength night, whose pre-flight is a
+subflow), called ``--rounds`` times each way, alternating, on the embedded server of this process:
+
+* **Prefect's defaults**: a flow-run heartbeat thread per flow run, which Prefect 3.9 joins at the end
+  of the run while it sleeps in 1 s steps;
+* **``flow_run_settings()``** (flows/settings.py, around each of our top-level flow calls): no
+  heartbeats on the embedded server.
+
+Prints the median wall time of each and their ratio (defaults over ours).
+Usage: ``python benchmarks/bench_flow_end.py [--rounds 7]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    """Time both ways and print the medians and their ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="eval-quality-bench-flow-end-"))
+    os.environ["EVALQUALITY_HOME"] = str(home)
+    os.environ["PREFECT_HOME"] = str(home / "prefect")
+    os.environ.pop("PREFECT_API_URL", None)
+    sys.path.insert(0, str(PROJECT))
+    try:
+        importlib.import_module("flows")  # the embedded-mode settings, before Prefect is imported
+        from prefect import flow, task
+
+        from flows.settings import flow_run_settings
+
+        @task(name="one-task")
+        def one_task() -> int:
+            """Nothing but a task run."""
+            return 1
+
+        @flow(name="subflow")
+        def subflow() -> int:
+            """A subflow, as the night's pre-flight is."""
+            return one_task()
+
+        @flow(name="flow-with-subflow")
+        def outer() -> int:
+            """The flow called."""
+            return subflow()
+
+        outer()  # start the embedded server (not timed)
+        defaults, ours = [], []
+        for _ in range(args.rounds):
+            started = time.perf_counter()
+            outer()
+            defaults.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            with flow_run_settings():
+                outer()
+            ours.append(time.perf_counter() - started)
+        default_s, ours_s = statistics.median(defaults), statistics.median(ours)
+        print(f"flow + subflow + task, median of {args.rounds}: Prefect's defaults {default_s:.2f} s, "
+              f"flow_run_settings() {ours_s:.2f} s; ratio {default_s / ours_s:.1f}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
