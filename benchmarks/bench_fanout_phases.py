@@ -24,19 +24,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import importlib
-import os
 import shutil
 import statistics
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-PROJECT = Path(__file__).resolve().parent.parent
+from embedded_home import embedded_home
+
 SLEEP_S = 0.5
 PAUSE_S = 3.0
 
@@ -136,13 +133,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="eval-quality-bench-phases-"))
-    os.environ["EVALQUALITY_HOME"] = str(home)
-    os.environ["PREFECT_HOME"] = str(home / "prefect")
-    os.environ.pop("PREFECT_API_URL", None)
-    sys.path.insert(0, str(PROJECT))
-    try:
-        importlib.import_module("flows")  # the embedded-mode settings, before Prefect is imported
+    with embedded_home("phases") as home:
         from prefect import flow, task
         from prefect.cache_policies import NO_CACHE
         from prefect.task_runners import ThreadPoolTaskRunner
@@ -226,8 +217,6 @@ def main() -> int:
         ours, baseline = statistics.median(ours_s), statistics.median(baseline_s)
         print(f"median of {args.rounds} rounds: spawn-leg {ours:.2f} s (efficiency {ideal / ours:.2f}), "
               f"sleep-only {baseline:.2f} s (efficiency {ideal / baseline:.2f}); sleep-only / spawn-leg {baseline / ours:.2f}")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

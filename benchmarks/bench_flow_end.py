@@ -15,16 +15,10 @@ Usage: ``python benchmarks/bench_flow_end.py [--rounds 7]``.
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import shutil
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+from embedded_home import embedded_home
 
 
 def main() -> int:
@@ -32,13 +26,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="eval-quality-bench-flow-end-"))
-    os.environ["EVALQUALITY_HOME"] = str(home)
-    os.environ["PREFECT_HOME"] = str(home / "prefect")
-    os.environ.pop("PREFECT_API_URL", None)
-    sys.path.insert(0, str(PROJECT))
-    try:
-        importlib.import_module("flows")  # the embedded-mode settings, before Prefect is imported
+    with embedded_home("flow-end"):
         from prefect import flow, task
 
         from flows.settings import flow_run_settings
@@ -71,8 +59,6 @@ def main() -> int:
         default_s, ours_s = statistics.median(defaults), statistics.median(ours)
         print(f"flow + subflow + task, median of {args.rounds}: Prefect's defaults {default_s:.2f} s, "
               f"flow_run_settings() {ours_s:.2f} s; ratio {default_s / ours_s:.1f}")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 
