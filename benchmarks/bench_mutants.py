@@ -44,8 +44,8 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from server_idle import settle  # noqa: E402  (beside this script)
 
+from evalquality_core.mutants.catalogue import OPERATOR_NAMES  # noqa: E402
 from evalquality_core.mutants.classify import CLASSIFICATIONS  # noqa: E402
-from evalquality_core.mutants.operators import OPERATOR_NAMES  # noqa: E402
 from evalquality_core.suite.load import load_mutations  # noqa: E402
 from evalquality_core.suite.mutants import generate_for_suite, system_sources  # noqa: E402
 from flows.mutants import MutantsRun, mutants  # noqa: E402

@@ -66,10 +66,10 @@ from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.canonical import canonical_bytes
 from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.mutants.catalogue import UnknownOperator, parse_operator_names
 from evalquality_core.mutants.classify import RunOutcome
 from evalquality_core.mutants.derive import derive_probe
 from evalquality_core.mutants.generate import GeneratedMutant, Generation
-from evalquality_core.mutants.operators import UnknownOperator, parse_operator_names
 from evalquality_core.mutants.verdicts import (
     MutantVerdict,
     decide,

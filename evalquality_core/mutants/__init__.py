@@ -3,7 +3,8 @@
 One module per concept, all pure (no file, process, clock or random source; the suite adapter
 ``evalquality_core/suite/mutants.py`` reads and writes the files and runs the legs):
 
-* :mod:`.operators` — the operator catalogue (libcst): where a source file can be mutated, and how;
+* :mod:`.catalogue` — the operator table: each operator's name, ``mutatorName`` and what it does (no libcst);
+* :mod:`.operators` — the operators (libcst): where a source file can be mutated, and how;
 * :mod:`.edits`     — a mutated file as a ``find``/``replace`` pair, ``find`` widened until it occurs once;
 * :mod:`.filter`    — the static filter: Invalid (does not compile, changes nothing) and Duplicate;
 * :mod:`.select`    — ``--per-line`` and the seeded ``--sample`` (a digest order, reproducible anywhere);

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalquality_core.canonical import digest_bytes
+from evalquality_core.mutants.catalogue import MUTATOR_NAMES, OPERATOR_NAMES
 from evalquality_core.mutants.edits import apply_edit, edit_between
 from evalquality_core.mutants.filter import Rejection, StaticFilter, compile_problem
-from evalquality_core.mutants.operators import MUTATOR_NAMES, OPERATOR_NAMES, candidates
+from evalquality_core.mutants.operators import candidates
 from evalquality_core.mutants.select import per_line, sample
 
 #: The marker a generated mutation carries (``generated.by``).

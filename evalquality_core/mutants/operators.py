@@ -1,13 +1,13 @@
-"""The operator catalogue: where a Python source file can be mutated, and into what (libcst).
+"""The mutation operators: where a Python source file can be mutated, and into what (libcst).
 
 In the spirit of mutmut's and cosmic-ray's operators (their ideas, not their code): each operator
 visits the concrete syntax tree and proposes replacement nodes. libcst keeps every other byte of the
 file (comments, spacing, quotes), so a mutated file differs from the original only at the node, and
 the difference becomes one ``find``/``replace`` pair (:mod:`.edits`).
 
-:data:`CATALOGUE` (kept in :mod:`.catalogue`, which needs no libcst) is the table: operator name (what
-``--operators`` takes) → its ``mutatorName`` in the mutation-testing report, and what it does. Docstrings are never mutated (changing one is equivalent by
-construction), nor are imports deleted (a missing import only ever fails at start-up).
+The table of operators (name, ``mutatorName``, what each does) is :mod:`.catalogue`, which needs no
+libcst. Docstrings are never mutated (changing one is equivalent by construction), nor are imports
+deleted (a missing import only ever fails at start-up).
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
-from evalquality_core.mutants.catalogue import (  # noqa: F401  (re-exported: the operators' table)
-    CATALOGUE,
-    MUTATOR_NAMES,
-    OPERATOR_NAMES,
-    Operator,
-    UnknownOperator,
-    parse_operator_names,
-)
+from evalquality_core.mutants.catalogue import OPERATOR_NAMES
 
 
 @dataclass(frozen=True, eq=False)

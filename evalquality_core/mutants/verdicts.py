@@ -98,7 +98,7 @@ def with_representatives(verdicts: Sequence[MutantVerdict]) -> list[MutantVerdic
 
 def rejected_entries(generation: Generation) -> list[dict[str, Any]]:
     """The static filter's rejections as report entries (CompileError / Ignored), never run."""
-    from evalquality_core.mutants.operators import MUTATOR_NAMES
+    from evalquality_core.mutants.catalogue import MUTATOR_NAMES
     from evalquality_core.mutants.report import STATUS_OF
 
     return [

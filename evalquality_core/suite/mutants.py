@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical import digest_bytes, digest_composite, digest_directory
+from evalquality_core.mutants.catalogue import OPERATOR_NAMES
 from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, generate
-from evalquality_core.mutants.operators import OPERATOR_NAMES
 from evalquality_core.suite.load import (
     Mutation,
     StagingError,
@@ -203,7 +203,7 @@ NIGHTLY_SAMPLE = 50
 def nightly_settings(suite: str | Path) -> dict[str, Any] | None:
     """The suite's ``[mutants]`` opt-in when ``nightly = true`` (else None), defaults filled; a malformed
     table is a StagingError naming suite.toml."""
-    from evalquality_core.mutants.operators import UnknownOperator, parse_operator_names
+    from evalquality_core.mutants.catalogue import UnknownOperator, parse_operator_names
     from evalquality_core.suite.load import read_suite_settings
 
     table = read_suite_settings(suite).get("mutants")

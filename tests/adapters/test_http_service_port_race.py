@@ -10,9 +10,12 @@ a forged note."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -131,8 +134,6 @@ def test_both_ways_of_asking_the_kernel_find_exactly_the_listeners_a_loopback_co
     """sock_diag and ``/proc/net/tcp`` agree, on real sockets: a listener on 127.0.0.1, on 0.0.0.0, on
     ``::`` and on ``::ffff:127.0.0.1`` is found by its inode; a socket bound but not listening, a
     listener on ``::1`` (unreachable from 127.0.0.1) and a listener on another port are not."""
-    import os
-    import socket
 
     def listener(family: int, address: str, port: int = 0, listen: bool = True) -> socket.socket:
         sock = socket.socket(family)
@@ -167,14 +168,13 @@ def test_both_ways_of_asking_the_kernel_find_exactly_the_listeners_a_loopback_co
             sock.close()
 
 
-def test_a_listener_held_by_a_grandchild_of_the_service_is_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_listener_held_by_a_grandchild_of_the_service_is_its_own(tmp_path: Path) -> None:
     """A service whose launcher forks the real server (the listener is not in the leader's descriptors)
     is still ready: the listener is below the leg watchdog. Its answer is the workspace's."""
     workspace = stage(tmp_path)
     launcher = ("import subprocess, sys; subprocess.run([sys.executable, '../system/notes_api.py', '--port', sys.argv[1]])")
     declaration = http_service.ServiceDeclaration(("{python}", "-c", launcher, "{port}"), "work", "port", 15000)
     with http_service.running_service(declaration, workspace, {"python": sys.executable}) as port:
-        import urllib.request
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/notes/n-1", timeout=5) as answer:
             assert b"Groceries" in answer.read()
     assert processes_working_in(workspace.resolve()) == []

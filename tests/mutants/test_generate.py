@@ -13,15 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from evalquality_core.mutants.catalogue import OPERATOR_NAMES, UnknownOperator, parse_operator_names
 from evalquality_core.mutants.edits import edit_between
 from evalquality_core.mutants.filter import StaticFilter
 from evalquality_core.mutants.generate import generate
-from evalquality_core.mutants.operators import (
-    OPERATOR_NAMES,
-    UnknownOperator,
-    candidates,
-    parse_operator_names,
-)
+from evalquality_core.mutants.operators import candidates
 from evalquality_core.suite.load import load_mutations
 from evalquality_core.suite.mutants import system_sources
 from evalquality_core.suite.staging import stage_workspace
