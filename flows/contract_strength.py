@@ -66,6 +66,7 @@ from evalquality_core.canonical import (
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
+from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -1085,7 +1086,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).resolve() if args.out else settings.home / "contract-strength",
         )
         check_leg_cache(prog, settings)
-        with api_watchdog(prog):
+        with embedded_server(prog), api_watchdog(prog):
             run = run_contract_strength(
                 settings,
                 task_runner=make_task_runner(args.task_runner, workers),

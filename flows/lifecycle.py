@@ -1,11 +1,13 @@
 """The process life of a flow run on the embedded Prefect server: exit cleanly, and reap what a kill left.
 
-Without ``PREFECT_API_URL`` Prefect starts a temporary API server as a child process and stops it from
-``atexit``. Two ways of dying skip that: SIGTERM (Prefect's own handler ends the process by re-sending
-the signal once the flow has cleaned up) and SIGKILL. Both left the server running forever as an orphan
-of PID 1. So ``main()`` turns SIGTERM into ``SystemExit`` (the flow body still kills every live leg on
-the way out, and ``atexit`` stops the server), and before a run starts it reaps any embedded server that
-an earlier killed run under the *same* Prefect home left behind.
+Without ``PREFECT_API_URL`` a temporary API server runs as a child process: the one each flow's
+``main`` starts itself (flows/embedded_server.py), or, when a flow is called as a library, the one
+Prefect starts and stops from ``atexit``. Two ways of dying skip a clean stop: SIGTERM (Prefect's own
+handler ends the process by re-sending the signal once the flow has cleaned up) and SIGKILL. So
+``main()`` turns SIGTERM into ``SystemExit`` (the flow body still kills every live leg on the way out,
+and the server is stopped), the server ``main`` starts dies with its parent, and before a run starts
+``main`` reaps any embedded server that an earlier killed process under the *same* Prefect home left
+behind as an orphan of PID 1 (Prefect's own, which nothing ties to its parent).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from flows.settings import FlowSettings, load_settings
+from flows.settings import FlowSettings, load_settings, user_api_url
 
 #: Exit code of a usage error, as the ``eval-quality`` CLI (2 means "the baseline moved" here).
 EXIT_USAGE = 64
@@ -74,7 +76,7 @@ def orphaned_servers(prefect_home: str, proc: Path = Path("/proc")) -> list[int]
 
 def reap_orphaned_servers(prefect_home: str, *, grace_s: float = 5.0) -> list[int]:
     """Stop every orphaned embedded server of ``prefect_home``: SIGTERM, then SIGKILL after ``grace_s``."""
-    if os.environ.get("PREFECT_API_URL") or not sys.platform.startswith("linux"):
+    if user_api_url() or not sys.platform.startswith("linux"):
         return []
     pids = orphaned_servers(prefect_home)
     for pid in pids:
@@ -155,10 +157,14 @@ def one_line_errors(prog: str) -> Iterator[None]:
     state or output (74: a full disk, a read-only or vanished directory), and the Prefect server named by
     ``PREFECT_API_URL`` refusing or dropping a request after ``/health`` answered (69: a server that wants
     credentials, one stopped mid-run). A bug still shows its trace."""
+    from flows.embedded_server import EmbeddedServerError
     from tasks.leg_cache import LegCacheUnusable
 
     try:
         yield
+    except EmbeddedServerError as problem:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_UNAVAILABLE) from None
     except FlowInputError as problem:
         print(f"{prog}: {'usage: ' if problem.exit_code == EXIT_USAGE else ''}{problem}", file=sys.stderr)
         raise SystemExit(problem.exit_code) from None
@@ -198,7 +204,7 @@ def api_watchdog(prog: str, interval_s: float = 1.0, misses: int = 3) -> Iterato
     healthy run. What the run answered is safe: each leg is in the leg cache once it completes, a
     killed leg is not cached, and the next run reclaims the workspaces this process leaves.
     """
-    url = os.environ.get("PREFECT_API_URL")
+    url = user_api_url()
     if not url:
         yield
         return
@@ -258,7 +264,7 @@ def api_refusal(problem: BaseException) -> str | None:
     including an HTTP error of a system under test (its URL is not the API's)."""
     import httpx
 
-    url = os.environ.get("PREFECT_API_URL")
+    url = user_api_url()
     if not url:
         return None
     seen: set[int] = set()
@@ -305,7 +311,7 @@ def check_flow_inputs(suites_dir: Path, out_dir: Path | None) -> None:
 
 def check_api_reachable(timeout_s: float = 5.0) -> None:
     """With ``PREFECT_API_URL`` set, its ``/health`` must answer; else one line naming it and the fix."""
-    url = os.environ.get("PREFECT_API_URL")
+    url = user_api_url()
     if not url:
         return
     import httpx

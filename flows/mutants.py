@@ -89,6 +89,7 @@ from evalquality_core.suite.mutants import (
     system_sources,
 )
 from evalquality_core.suite.staging import staged_digests
+from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -634,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
         check_leg_cache(PROG, settings)
-        with api_watchdog(PROG):  # a Prefect server that stops mid-run ends it in one line (exit 69)
+        with embedded_server(PROG), api_watchdog(PROG):  # a Prefect server that stops mid-run ends it in one line (exit 69)
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))

@@ -40,6 +40,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from flows.baseline import GateResult, gate
+from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
     api_watchdog,
@@ -444,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(settings.suites_dir, settings.out_dir)
         check_leg_cache(PROG, settings)
-        with api_watchdog(PROG):
+        with embedded_server(PROG), api_watchdog(PROG):
             run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
     print_report(run)
     for line in run.gate_lines:

@@ -35,6 +35,25 @@ from tasks.home import PROJECT_ROOT, evalquality_home
 
 DEFAULT_CONCURRENCY = 8
 
+#: Marks ``PREFECT_API_URL`` as the embedded server a flow process started itself
+#: (flows/embedded_server.py); its Dask workers inherit both.
+EMBEDDED_API_URL_VARIABLE = "EVALQUALITY_EMBEDDED_API_URL"
+
+
+def user_api_url() -> str | None:
+    """The Prefect API the user chose with ``PREFECT_API_URL``; None when unset or when it names the
+    embedded server a flow process started (``EVALQUALITY_EMBEDDED_API_URL``)."""
+    url = os.environ.get("PREFECT_API_URL") or None
+    if url is not None and url == os.environ.get(EMBEDDED_API_URL_VARIABLE):
+        return None
+    return url
+
+
+def is_embedded_api(url: str | None) -> bool:
+    """Whether ``url`` (Prefect's current ``api.url``) means the embedded server: none chosen (Prefect
+    starts its own) or the one a flow process started (flows/embedded_server.py)."""
+    return not url or url == os.environ.get(EMBEDDED_API_URL_VARIABLE)
+
 
 def configure_environment() -> None:
     """Set Prefect's home and quiet defaults (only where the caller has not chosen); idempotent."""
@@ -46,7 +65,7 @@ def configure_environment() -> None:
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    if not os.environ.get("PREFECT_API_URL"):
+    if not user_api_url():
         # The embedded server is stopped at exit while its recorder may still hold a few events;
         # it then logs a cancelled flush as an ERROR with a traceback. Nothing is lost that a run
         # reads back (our verdicts and cache are files), so keep that shutdown chatter off the console.
@@ -81,7 +100,7 @@ def flow_run_settings() -> Iterator[None]:
     """
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
-    if get_current_settings().api.url or any(os.environ.get(name) for name in HEARTBEAT_VARIABLES):
+    if not is_embedded_api(get_current_settings().api.url) or any(os.environ.get(n) for n in HEARTBEAT_VARIABLES):
         yield
         return
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):

@@ -31,6 +31,8 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from flows.settings import user_api_url
+
 #: Width of a piped (non-terminal) console: the logs CI keeps are read at about this width.
 PIPED_WIDTH = 120
 PROGRESS_VARIABLE = "EVALQUALITY_PROGRESS_SECONDS"
@@ -145,7 +147,7 @@ def flow_run_url() -> str | None:
     """The flow run's page in the Prefect UI when a server with a UI is in use (``PREFECT_API_URL``)."""
     from prefect.runtime import flow_run
 
-    if not os.environ.get("PREFECT_API_URL"):
+    if not user_api_url():
         return None  # the embedded server serves no UI (prefect.md §1)
     return flow_run.ui_url
 
@@ -154,7 +156,7 @@ def task_run_url(task_run_id: Any) -> str | None:
     """A task run's page in the Prefect UI when a server with a UI is in use, else None."""
     from prefect.settings import PREFECT_UI_URL
 
-    base = PREFECT_UI_URL.value() if os.environ.get("PREFECT_API_URL") else None
+    base = PREFECT_UI_URL.value() if user_api_url() else None
     return f"{base}/runs/task-run/{task_run_id}" if base and task_run_id else None
 
 
