@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from flows.lifecycle import EXIT_UNAVAILABLE
@@ -70,12 +70,17 @@ def _applies() -> bool:
     return not settings.api.url and bool(settings.server.ephemeral.enabled)
 
 
-def _die_with_parent(parent: int) -> None:
-    """In the child before exec: SIGTERM when the parent dies; exit at once if it already has."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
+def _dying_with(parent: int) -> Callable[[], None]:
+    """What the child runs before exec: SIGTERM when ``parent`` dies, and exit at once if it already has.
+    ``prctl`` is looked up here, in the parent: the child, forked from a process with threads, only calls it."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return in_child
 
 
 class EmbeddedServer:
@@ -103,7 +108,7 @@ class EmbeddedServer:
                 **_NO_BLOCK_REGISTRATION,
                 **get_current_settings().to_environment_variables(exclude_unset=True),
             }
-            parent = os.getpid()
+            die_with_us = _dying_with(os.getpid())
             process = subprocess.Popen(
                 [
                     sys.executable, "-m", "uvicorn", "--app-dir", str(Path(prefect.__file__).parent.parent),
@@ -115,7 +120,7 @@ class EmbeddedServer:
                 # Its own process group: a Ctrl-C at the terminal interrupts the run, which then ends
                 # with a live server, and stop() ends the server after.
                 process_group=0,
-                preexec_fn=lambda: _die_with_parent(parent),  # only a prctl call: safe after fork
+                preexec_fn=die_with_us,
             )
         finally:
             listener.close()  # the child holds its own copy

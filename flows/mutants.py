@@ -635,7 +635,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with one_line_errors(PROG):
         check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
         check_leg_cache(PROG, settings)
-        with embedded_server(PROG), api_watchdog(PROG):  # a Prefect server that stops mid-run ends it in one line (exit 69)
+        # A Prefect server that stops mid-run (embedded or the user's) ends it in one line (exit 69).
+        with embedded_server(PROG), api_watchdog(PROG):
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
         print(suite_line(result))
