@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from flows.embedded_server import EmbeddedServer, EmbeddedServerError, embedded_server
 from flows.settings import EMBEDDED_API_URL_VARIABLE, is_embedded_api, user_api_url
 from tests.fixtures.skill_suite import build_skill_suite, marker_events
+from tests.polling import wait_for
 from tests.prefect_db import seed_prefect_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -75,13 +75,11 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def _wait_for(condition, timeout_s: float):
-    deadline = time.monotonic() + timeout_s
-    value = condition()
-    while not value and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = condition()
-    return value
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _flow_runs(prefect_home: Path) -> int:
@@ -112,12 +110,12 @@ def test_a_sigkilled_run_takes_its_server_along(conformance, tmp_path, migrated_
     flow = subprocess.Popen(_command(suites, tmp_path / "out"), cwd=PROJECT_ROOT, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert _wait_for(lambda: marker_events(marker) or flow.poll() is not None, 180) and flow.poll() is None
+        assert wait_for(lambda: marker_events(marker) or flow.poll() is not None, timeout_s=180) and flow.poll() is None
         [server] = [pid for pid in _children(flow.pid) if pid in _servers_of(env["PREFECT_HOME"])]
         os.kill(flow.pid, signal.SIGKILL)  # the flow alone: its server is in a process group of its own
         flow.wait()
         # No reaper runs here: the server ends because its parent died.
-        assert _wait_for(lambda: not _servers_of(env["PREFECT_HOME"]), 30), f"server {server} outlived its run"
+        assert wait_for(lambda: not _servers_of(env["PREFECT_HOME"]), timeout_s=30), f"server {server} outlived its run"
     finally:
         if flow.poll() is None:
             flow.kill()
@@ -135,7 +133,7 @@ def test_a_run_whose_server_dies_ends_in_one_line_with_exit_69_and_kills_its_leg
     flow = subprocess.Popen(_command(suites, tmp_path / "out"), cwd=PROJECT_ROOT, env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for(lambda: marker_events(marker) or flow.poll() is not None, 180) and flow.poll() is None
+        assert wait_for(lambda: marker_events(marker) or flow.poll() is not None, timeout_s=180) and flow.poll() is None
         legs = [event["pid"] for event in marker_events(marker)]
         [server] = _servers_of(env["PREFECT_HOME"])
         os.kill(server, signal.SIGKILL)
@@ -148,8 +146,7 @@ def test_a_run_whose_server_dies_ends_in_one_line_with_exit_69_and_kills_its_leg
     assert "the embedded Prefect server exited with code -9 during the run" in stderr
     assert "Traceback" not in stdout + stderr
     # The leg sleeps 60 s; only the flow's kill can have ended it by now.
-    assert _wait_for(lambda: not [pid for pid in legs if Path(f"/proc/{pid}").exists()
-                                   and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"], 10)
+    assert wait_for(lambda: not [pid for pid in legs if _alive(pid)], timeout_s=10)
 
 
 def test_a_server_that_cannot_start_in_time_is_one_line_and_exit_69(conformance, tmp_path, migrated_prefect_db):
@@ -162,7 +159,7 @@ def test_a_server_that_cannot_start_in_time_is_one_line_and_exit_69(conformance,
     [message] = done.stderr.strip().splitlines()
     assert message.startswith("python -m flows.preflight: the embedded Prefect server did not answer http://127.0.0.1:")
     assert message.endswith("/api/health within 1 s (PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
-    assert _wait_for(lambda: not _servers_of(env["PREFECT_HOME"]), 10)
+    assert wait_for(lambda: not _servers_of(env["PREFECT_HOME"]), timeout_s=10)
 
 
 def test_a_server_that_exits_while_starting_is_named_with_its_exit_code():

@@ -29,6 +29,7 @@ from flows.suites import load_suite
 from tasks.leg_cache import LegCache
 from tasks.workspace import leg_workspace
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
+from tests.polling import wait_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: The flows inherit the test process's Prefect home (tests/conftest.py), so their embedded servers do too.
@@ -105,7 +106,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     finally:
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
-    assert _wait_for(lambda: not [pid for pid in orphaned_servers(PREFECT_HOME) if _alive(pid)], timeout_s=30)
+    assert wait_for(lambda: not [pid for pid in orphaned_servers(PREFECT_HOME) if _alive(pid)], timeout_s=30)
     # A server Prefect started itself (a flow called as a library, then killed) is orphaned instead:
     # plant one, and the next run's start reaps it.
     orphans = [_plant_orphaned_server()]
@@ -157,18 +158,8 @@ def _plant_orphaned_server() -> int:
         "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True).pid)"
     )
     pid = int(subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True, check=True).stdout)
-    assert _wait_for(lambda: pid in orphaned_servers(PREFECT_HOME), timeout_s=10), "the planted server is no orphan"
+    assert wait_for(lambda: pid in orphaned_servers(PREFECT_HOME), timeout_s=10), "the planted server is no orphan"
     return pid
-
-
-def _wait_for(condition, *, timeout_s: float):
-    """Poll ``condition`` until it is truthy or ``timeout_s`` passes; return its last value."""
-    deadline = time.monotonic() + timeout_s
-    value = condition()
-    while not value and time.monotonic() < deadline:
-        time.sleep(0.1)
-        value = condition()
-    return value
 
 
 def _alive(pid: int) -> bool:
@@ -209,7 +200,7 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
         assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
         assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
         # SIGTERM ends the flow through SystemExit, so atexit stops its embedded server too.
-        assert _wait_for(lambda: not orphaned_servers(PREFECT_HOME), timeout_s=10)
+        assert wait_for(lambda: not orphaned_servers(PREFECT_HOME), timeout_s=10)
     finally:
         _kill_leftovers(flow, legs)
         reap_orphaned_servers(PREFECT_HOME)
