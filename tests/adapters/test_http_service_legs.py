@@ -141,18 +141,23 @@ def test_a_service_that_daemonizes_is_a_leg_fault_and_its_daemon_dies(tmp_path: 
 
 
 def test_a_service_that_never_gets_ready_is_a_one_line_leg_fault_with_nothing_left(tmp_path: Path) -> None:
-    ws = workspace(tmp_path)
-    started = time.monotonic()
-    with pytest.raises(RuntimeFault) as raised:
-        hostile_adapter("never-ready", ready_ms=800).probe(GET, workdir=ws)
-    assert time.monotonic() - started < 10
-    fault = raised.value
-    assert fault.code == "port-failure" and fault.artifact_path == "ProbeObservation"
-    assert "did not accept connections" in fault.detail and "within 800 ms" in fault.detail
-    assert "\n" not in str(fault)
-    pids = pids_of(ws / "work" / "pids")
+    # On a loaded host the interpreter can take longer than a short deadline to start the service's
+    # child at all; such a try proves nothing about the kill, so it is tried again with a longer one.
+    for attempt, ready_ms in enumerate((800, 3000, 8000)):
+        ws = workspace(tmp_path / f"try-{attempt}")
+        started = time.monotonic()
+        with pytest.raises(RuntimeFault) as raised:
+            hostile_adapter("never-ready", ready_ms=ready_ms).probe(GET, workdir=ws)
+        assert time.monotonic() - started < ready_ms / 1000 + 10
+        fault = raised.value
+        assert fault.code == "port-failure" and fault.artifact_path == "ProbeObservation"
+        assert "did not accept connections" in fault.detail and f"within {ready_ms} ms" in fault.detail
+        assert "\n" not in str(fault)
+        pids = pids_of(ws / "work" / "pids")
+        assert_all_dead_within(pids, 5)
+        if len(pids) == 2:
+            break
     assert len(pids) == 2, "the service and its child both ran"
-    assert_all_dead_within(pids, 5)
 
 
 def test_a_service_that_floods_its_pipes_still_answers(tmp_path: Path) -> None:
