@@ -16,7 +16,19 @@ for every leg, medians and 90th percentiles of:
 * ``_take_spare``, the cache ``claim``, ``put`` and ``_log`` on their own.
 
 The functions are wrapped in this process only, to read a clock around them; nothing else changes.
-Usage: ``python benchmarks/bench_fanout_phases.py [--rounds 3] [--legs 128] [--concurrency 32]``.
+Each round also prints the time this process spent in garbage collections during it.
+
+Three switches reproduce the sixth pass's experiments (README, *Fan-out, sixth pass*), each applied to
+both kinds of fan-out alike:
+
+* ``--server-idle``: every thread of the embedded Prefect server at ``SCHED_IDLE`` (Linux), re-applied
+  every 0.5 s: the server runs only when nothing else wants a core;
+* ``--freeze-gc``: ``gc.collect()`` and ``gc.freeze()`` before each fan-out;
+* ``--no-run-logs``: the run loggers stay at their default level (WARNING), so no INFO line reaches the
+  server (the flows turn them on; this shows what they cost).
+
+Usage: ``python benchmarks/bench_fanout_phases.py [--rounds 3] [--legs 128] [--concurrency 32]
+[--server-idle] [--freeze-gc] [--no-run-logs]``.
 """
 
 from __future__ import annotations
@@ -24,6 +36,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
+import os
 import shutil
 import statistics
 import threading
@@ -40,6 +54,34 @@ PAUSE_S = 3.0
 _LOCK = threading.Lock()
 _MARKS: dict[int, list[tuple[str, float]]] = {}
 _CALLS: dict[str, list[float]] = {}
+#: Seconds spent in garbage collections since the last reset, and when the current one started.
+_GC = {"seconds": 0.0, "started": 0.0}
+
+
+def _on_gc(phase: str, _info: dict[str, Any]) -> None:
+    if phase == "start":
+        _GC["started"] = time.perf_counter()
+    else:
+        _GC["seconds"] += time.perf_counter() - _GC["started"]
+
+
+def _server_threads_idle(stop: threading.Event) -> None:
+    """Put every thread of this process's Prefect server children at ``SCHED_IDLE``, until ``stop``."""
+    me = str(os.getpid())
+    while not stop.wait(0.5):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    parent = handle.read().rsplit(b")", 1)[1].split()[1].decode()
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    command = handle.read()
+                if parent != me or b"prefect.server" not in command:
+                    continue
+                for thread in os.listdir(f"/proc/{pid}/task"):
+                    if os.sched_getscheduler(int(thread)) != os.SCHED_IDLE:
+                        os.sched_setscheduler(int(thread), os.SCHED_IDLE, os.sched_param(0))
+            except (OSError, IndexError):
+                continue  # gone meanwhile
 
 
 def _mark(name: str) -> None:
@@ -131,7 +173,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--legs", type=int, default=128)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--server-idle", action="store_true", help="the embedded server's threads at SCHED_IDLE")
+    parser.add_argument("--freeze-gc", action="store_true", help="gc.collect() and gc.freeze() before each fan-out")
+    parser.add_argument("--no-run-logs", action="store_true", help="no INFO run-log lines to the server")
     args = parser.parse_args()
+    if args.server_idle and not hasattr(os, "SCHED_IDLE"):
+        parser.error("--server-idle needs Linux (os.SCHED_IDLE)")
+    gc.callbacks.append(_on_gc)
+    idle_stop = threading.Event()
+    if args.server_idle:
+        threading.Thread(target=_server_threads_idle, args=(idle_stop,), daemon=True).start()
 
     with embedded_home("phases") as home:
         from prefect import flow, task
@@ -173,7 +224,8 @@ def main() -> int:
         @flow(name="fan-out-phases", validate_parameters=False)
         def fan_out(cache_dir: str) -> tuple[float, float]:
             """One spawn-leg task per sleeping leg; (first submit, seconds to the last answer)."""
-            enable_run_logs()
+            if not args.no_run_logs:
+                enable_run_logs()
             planned = jobs(cache_dir)
             started = time.perf_counter()
             futures = [spawn_leg.submit("bench", "P-000", leg_id, quote(job)) for leg_id, job in planned]
@@ -192,7 +244,8 @@ def main() -> int:
         @flow(name="sleep-fan-out-phases", validate_parameters=False)
         def sleep_fan_out() -> tuple[float, float]:
             """As many sleeping tasks; (first submit, seconds to the last answer)."""
-            enable_run_logs()
+            if not args.no_run_logs:
+                enable_run_logs()
             started = time.perf_counter()
             futures = [sleep_task.submit(index) for index in range(args.legs)]
             for future in futures:
@@ -209,14 +262,20 @@ def main() -> int:
                 time.sleep(PAUSE_S)
                 _MARKS.clear()
                 _CALLS.clear()
+                if args.freeze_gc:
+                    gc.collect()
+                    gc.freeze()
+                _GC["seconds"] = 0.0
                 started, seconds = run()
                 (ours_s if name == "spawn-leg" else baseline_s).append(seconds)
-                print(f"round {index + 1} {name}: {seconds:.2f} s, efficiency {ideal / seconds:.2f}", flush=True)
+                print(f"round {index + 1} {name}: {seconds:.2f} s, efficiency {ideal / seconds:.2f}; "
+                      f"{1000 * _GC['seconds']:.0f} ms in garbage collections", flush=True)
                 for line in _phases(started, args.concurrency):
                     print(line, flush=True)
         ours, baseline = statistics.median(ours_s), statistics.median(baseline_s)
         print(f"median of {args.rounds} rounds: spawn-leg {ours:.2f} s (efficiency {ideal / ours:.2f}), "
               f"sleep-only {baseline:.2f} s (efficiency {ideal / baseline:.2f}); sleep-only / spawn-leg {baseline / ours:.2f}")
+    idle_stop.set()
     return 0
 
 
