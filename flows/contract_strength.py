@@ -1065,13 +1065,14 @@ def _log_tables(log: RunLog, run: StrengthRun) -> None:
 def print_strength(run: StrengthRun) -> None:
     """The console report: the pre-flight table, one strength table per contract, the summary lines."""
     from flows.watch import console as make_console
+    from flows.watch import print_line
 
     console = make_console()
     print_report(run.preflight, console)
     for table in strength_tables(run):
         console.print(table)
     for line in run.summary_lines():
-        console.print(line, highlight=False, markup=False)
+        print_line(console, line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

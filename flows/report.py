@@ -179,7 +179,8 @@ def publish_report(run: PreflightRun) -> None:
 def print_report(run: PreflightRun, console: Console | None = None) -> None:
     """Print the table and the cost line (stdout; 120 columns when piped)."""
     from flows.watch import console as make_console
+    from flows.watch import print_line
 
     console = console or make_console()
     console.print(render_table(run.probes, run.failures))
-    console.print(summary_line(run), highlight=False, markup=False)
+    print_line(console, summary_line(run))

@@ -49,6 +49,12 @@ def console(file: IO[str] | None = None) -> Console:
     return Console(file=stream, width=width, soft_wrap=False)
 
 
+def print_line(console: Console, text: str, style: str | None = None) -> None:
+    """Print ``text`` as one line, however long: rich would break it at the console's width (120 columns
+    when piped), splitting a one-line error or gate line in two for whoever greps or reads the log."""
+    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+
+
 def as_log_text(renderable: Any) -> str:
     """A table as plain text for the run logger: ``PIPED_WIDTH`` columns, no colour, whatever the console."""
     from io import StringIO
@@ -237,7 +243,7 @@ class RunLog:
     def _emit(self, level: int, text: str, style: str | None) -> None:
         if self._logger is not None:
             self._logger.log(level, text, extra={_CONSOLE_MARK: True})
-        self.console.print(text, style=style, markup=False, highlight=False)
+        print_line(self.console, text, style)
 
     def info(self, text: str) -> None:
         """An INFO line."""

@@ -119,3 +119,17 @@ def test_cli_compile_on_a_full_disk_is_one_line_exit_5_and_no_temp_file(tmp_path
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 5 and len(lines) == 1 and lines[0].startswith("eval-quality: EFBIG: "), result.stderr
     assert list(out.iterdir()) == []
+
+
+def test_a_suite_that_cannot_run_is_named_on_one_line_however_long_its_path(tmp_path):
+    # Rich breaks a printed line at the console's width (120 columns when piped): this one is longer.
+    suites = tmp_path / ("a-rather-long-folder-name-" * 4) / "suites"
+    (suites / "x").mkdir(parents=True)
+    contract = suites / "x" / "contract.json"
+    contract.write_text("{bad")
+    result = _run("flows.preflight", ["--suites", str(suites), "--out", str(tmp_path / "out")], tmp_path / "home")
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("suite x could not run: ")]
+    assert lines, result.stderr
+    assert len(lines[0]) > 120 and str(contract) in lines[0] and lines[0].endswith("line 1 column 2 (char 1)"), lines
+    assert "Traceback" not in result.stderr

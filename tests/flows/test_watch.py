@@ -198,3 +198,21 @@ def test_prefect_console_handler_skips_our_lines_and_run_logger_info():
     assert not quiet.filter(record("prefect.task_runs", logging.INFO))
     assert quiet.filter(record("prefect.task_runs", logging.ERROR))
     assert quiet.filter(record("prefect.client", logging.INFO))
+
+
+def test_console_lines_stay_one_line_however_long(monkeypatch):
+    from flows.watch import RunLog, print_line
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    long = "suite x could not run: /tmp/" + "deep/" * 40 + "contract.json: Expecting property name enclosed in double quotes"
+    assert len(long) > 200
+    for stream in (io.StringIO(), _Terminal()):
+        console = make_console(stream)
+        RunLog(console).warning(long)
+        print_line(console, "gate: " + long)
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue())  # a terminal's warning is coloured
+        assert plain.splitlines() == [long, "gate: " + long], type(stream).__name__
+    # The control: rich's own print breaks the same text at the piped width.
+    piped = io.StringIO()
+    make_console(piped).print(long, markup=False, highlight=False)
+    assert len(piped.getvalue().splitlines()) > 1
