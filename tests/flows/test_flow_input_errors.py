@@ -41,6 +41,16 @@ def test_out_naming_a_file_and_missing_suites_are_usage_errors(tmp_path, flow):
     assert not (home / "leg-cache").exists() and afile.read_text() == "x"
 
 
+@pytest.mark.parametrize("flow", ["flows.preflight", "flows.contract_strength", "flows.mutants"])
+def test_an_unreachable_postgresql_leg_cache_is_one_line_and_74_before_anything_runs(tmp_path, flow):
+    # Nothing listens on port 9 of the loopback: the connection is refused at once.
+    home = tmp_path / "home"
+    result = _run(flow, [], home, EVALQUALITY_LEG_CACHE="postgresql://nobody@127.0.0.1:9/legs")
+    _one_line(result, 74, "leg cache postgresql://127.0.0.1:9/legs: could not create the table: connection failed")
+    assert "check EVALQUALITY_LEG_CACHE and that the server is up" in result.stderr
+    assert not (home / "prefect").exists(), "no Prefect server was started"
+
+
 def test_an_unreachable_prefect_api_is_one_line_and_69(tmp_path):
     result = _run("flows.preflight", [], tmp_path / "home", PREFECT_API_URL="http://127.0.0.1:9/api")
     _one_line(result, 69, "PREFECT_API_URL=http://127.0.0.1:9/api is not reachable")
