@@ -4,7 +4,8 @@ Per probe the file records the pre-flight outcome (``passed`` or ``failed: <sort
 the planned leg count. A run exits 0 when every probe matches, and 2 when any probe moved in *either*
 direction (a probe that starts passing is a finding too: "a baseline nobody has to update is a baseline
 nobody reads"), when a probe or suite is missing on either side, when a suite could not run, or when the
-baseline file is missing. ``--update-baseline`` rewrites the file from the run.
+baseline file is missing or cannot be used (not readable, not JSON, no ``probes`` table: the line says
+which). ``--update-baseline`` rewrites the file from the run.
 """
 
 from __future__ import annotations
@@ -37,14 +38,32 @@ def baseline_document(run: PreflightRun) -> dict[str, Any]:
     }
 
 
+class BaselineUnreadable(Exception):
+    """The baseline file exists but cannot be used; ``str()`` says why, in one line."""
+
+
 def read_baseline(path: Path) -> dict[str, Any] | None:
-    """The recorded baseline's probe table, or None when the file is missing or unreadable."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """The recorded baseline's probe table; None when there is no file; ``BaselineUnreadable`` when the
+    file is there but cannot be read, is not JSON, or has no ``probes`` table."""
+    from evalquality_core.suite.load import StagingError, read_suite_bytes
+
+    if not path.exists() and not path.is_symlink():
         return None
+    try:
+        # As every suite file: under the input size cap, and a FIFO is refused instead of blocking the gate.
+        text = read_suite_bytes(path).decode("utf-8")
+    except StagingError as problem:
+        raise BaselineUnreadable(f"baseline {problem}") from None
+    except UnicodeDecodeError:
+        raise BaselineUnreadable(f"baseline {path} is not UTF-8 text") from None
+    try:
+        document = json.loads(text)
+    except ValueError as problem:
+        raise BaselineUnreadable(f"baseline {path} is not valid JSON: {problem}") from None
     probes = document.get("probes") if isinstance(document, dict) else None
-    return probes if isinstance(probes, dict) else None
+    if not isinstance(probes, dict):
+        raise BaselineUnreadable(f"baseline {path} has no 'probes' table")
+    return probes
 
 
 def differences(run: PreflightRun, recorded: dict[str, Any]) -> list[str]:
@@ -82,7 +101,11 @@ def gate(run: PreflightRun, path: Path, *, update: bool = False) -> GateResult:
         write_atomically(path, text.encode("utf-8"))
         lines.append(f"baseline rewritten: {path}")
         return GateResult(EXIT_MOVED if run.failures else EXIT_MATCHED, tuple(lines))
-    recorded = read_baseline(path)
+    try:
+        recorded = read_baseline(path)
+    except BaselineUnreadable as problem:
+        lines.append(f"{problem}; fix it, or run with --update-baseline to record a new one")
+        return GateResult(EXIT_MOVED, tuple(lines))
     if recorded is None:
         lines.append(f"no baseline at {path}; run with --update-baseline to record one")
         return GateResult(EXIT_MOVED, tuple(lines))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from flows.baseline import gate
 from flows.report import PreflightRun, ProbePreflight, SuiteFailure, outcome_of, summary_line
@@ -53,6 +54,36 @@ def test_missing_baseline_exits_2_and_update_writes_it(tmp_path):
         "notes/P-002": {"outcome": "failed: state-reset", "legs": 4},
     }
     assert gate(run, path).exit_code == 0
+
+
+def test_a_baseline_that_cannot_be_used_says_why_on_one_line_and_exits_2(tmp_path, monkeypatch):
+    run = _run(_row("P-001"))
+    missing = tmp_path / "missing.json"
+    assert gate(run, missing).lines == (f"no baseline at {missing}; run with --update-baseline to record one",)
+    cases = {
+        "malformed.json": (b"{bad", "is not valid JSON: Expecting property name enclosed in double quotes: line 1 column 2"),
+        "list.json": (b"[]", "has no 'probes' table"),
+        "latin1.json": (b'{"about": "caf\xe9"}', "is not UTF-8 text"),
+        "folder.json": (None, "is a directory, not a file"),
+        "fifo.json": ("fifo", "is not a regular file"),
+        "huge.json": (b'{"probes": {}}' + b" " * 300, "larger than 256 bytes; nothing was parsed"),
+    }
+    monkeypatch.setenv("EVALQUALITY_MAX_INPUT_BYTES", "256")
+    for name, (data, says) in cases.items():
+        path = tmp_path / name
+        if data is None:
+            path.mkdir()
+        elif data == "fifo":
+            os.mkfifo(path)  # nobody writes to it: reading it as a file would block the gate forever
+        else:
+            path.write_bytes(data)
+        result = gate(run, path)
+        assert result.exit_code == 2, name
+        assert len(result.lines) == 1 and "\n" not in result.lines[0], result.lines
+        assert result.lines[0].startswith(f"baseline {path}") and says in result.lines[0], result.lines
+        assert result.lines[0].endswith("; fix it, or run with --update-baseline to record a new one")
+        writable = isinstance(data, bytes)
+        assert gate(run, path if writable else tmp_path / f"fresh-{name}", update=True).exit_code == 0
 
 
 def test_movement_in_either_direction_and_leg_counts_exit_2(tmp_path):
