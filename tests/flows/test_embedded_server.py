@@ -21,6 +21,7 @@ import pytest
 
 from flows.embedded_server import EmbeddedServer, EmbeddedServerError, embedded_server
 from flows.settings import EMBEDDED_API_URL_VARIABLE, is_embedded_api, user_api_url
+from tests.adapters.test_command_line import is_dead
 from tests.fixtures.skill_suite import build_skill_suite, marker_events
 from tests.polling import wait_for
 from tests.prefect_db import seed_prefect_home
@@ -73,13 +74,6 @@ def _children(pid: int) -> list[int]:
         return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _flow_runs(prefect_home: Path) -> int:
@@ -146,7 +140,7 @@ def test_a_run_whose_server_dies_ends_in_one_line_with_exit_69_and_kills_its_leg
     assert "the embedded Prefect server exited with code -9 during the run" in stderr
     assert "Traceback" not in stdout + stderr
     # The leg sleeps 60 s; only the flow's kill can have ended it by now.
-    assert wait_for(lambda: not [pid for pid in legs if _alive(pid)], timeout_s=10)
+    assert wait_for(lambda: all(is_dead(pid) for pid in legs), timeout_s=10)
 
 
 def test_a_server_that_cannot_start_in_time_is_one_line_and_exit_69(conformance, tmp_path, migrated_prefect_db):

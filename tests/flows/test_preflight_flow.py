@@ -28,6 +28,7 @@ from flows.lifecycle import orphaned_servers, reap_orphaned_servers
 from flows.suites import load_suite
 from tasks.leg_cache import LegCache
 from tasks.workspace import leg_workspace
+from tests.adapters.test_command_line import is_dead
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 from tests.polling import wait_for
 
@@ -106,7 +107,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     finally:
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait()
-    assert wait_for(lambda: not [pid for pid in orphaned_servers(PREFECT_HOME) if _alive(pid)], timeout_s=30)
+    assert wait_for(lambda: all(is_dead(pid) for pid in orphaned_servers(PREFECT_HOME)), timeout_s=30)
     # A server Prefect started itself (a flow called as a library, then killed) is orphaned instead:
     # plant one, and the next run's start reaps it.
     orphans = [_plant_orphaned_server()]
@@ -135,7 +136,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     for probe_id, verdict in reference.items():
         assert (out / "skill" / f"preflight-{probe_id}.json").read_bytes() == verdict
     assert list((home / "workspaces").iterdir()) == []  # the killed run's workspaces were reclaimed
-    assert not any(_alive(pid) for pid in orphans)  # ... and the orphaned server was reaped
+    assert all(is_dead(pid) for pid in orphans)  # ... and the orphaned server was reaped
 
     # Run 3: nothing left to spawn; the independent count agrees; the baseline matches (exit 0).
     again = subprocess.run(
@@ -162,17 +163,6 @@ def _plant_orphaned_server() -> int:
     return pid
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
 
 def test_sigterm_kills_every_live_leg(conformance, tmp_path):
     suites, home, out = tmp_path / "suites", tmp_path / "home", tmp_path / "out"
@@ -189,14 +179,14 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
             assert flow.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         legs = [event["pid"] for event in marker_events(marker)]
-        assert all(_alive(pid) for pid in legs)
+        assert not any(is_dead(pid) for pid in legs)
         flow.send_signal(signal.SIGTERM)
         flow.wait(60)
         # The system sleeps 120 s; only the flow's kill can have ended it this soon.
         stop = time.monotonic() + 10
-        while any(_alive(pid) for pid in legs) and time.monotonic() < stop:
+        while not all(is_dead(pid) for pid in legs) and time.monotonic() < stop:
             time.sleep(0.05)
-        assert not [pid for pid in legs if _alive(pid)]
+        assert not [pid for pid in legs if not is_dead(pid)]
         assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
         assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
         # SIGTERM ends the flow through SystemExit, so atexit stops its embedded server too.
