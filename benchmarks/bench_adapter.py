@@ -19,6 +19,7 @@ Run: /work/venv/bin/python benchmarks/bench_adapter.py [spawns]   (default 60 pe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import subprocess
@@ -47,34 +48,44 @@ REQUEST = {
 }
 
 
+def _ticks(pid: int | str) -> tuple[str, float]:
+    """A process's state letter and CPU seconds: its own and its reaped children's (utime stime cutime cstime)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[0], sum(int(tick) for tick in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds() -> float:
     """CPU seconds (user + system) spent so far by this process, its reaped children, and the shared
-    watchdog with everything it reaped (the leg watchdogs, and through them the targets). Unlike wall
-    time this barely moves when other work competes for the cores."""
+    watchdog with its leg watchdogs: those it reaped, and those still waiting for another leg (each
+    with the targets it reaped). Unlike wall time this barely moves when other work competes for the
+    cores."""
     own = os.times()
     total = own.user + own.system + own.children_user + own.children_system
     watchdog = watchdog_pid()
     if watchdog is not None:
         try:
-            stat = Path(f"/proc/{watchdog}/stat").read_text()
+            total += _ticks(watchdog)[1]
+            for child in Path(f"/proc/{watchdog}/task/{watchdog}/children").read_text().split():
+                with contextlib.suppress(OSError):
+                    total += _ticks(child)[1]
         except OSError:
             return total
-        fields = stat[stat.rfind(")") + 2 :].split()
-        total += sum(int(tick) for tick in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
     return total
 
 
 def _settle() -> None:
-    """Wait (at most 5 s) until the shared watchdog has reaped every leg watchdog but its spare, so
-    their CPU time (and their targets') is in its counters."""
+    """Wait (at most 5 s) until the shared watchdog has reaped every leg watchdog that exited (a killed
+    leg's), so their CPU time (and their targets') is in its counters, counted once."""
     watchdog = watchdog_pid()
     deadline = time.monotonic() + 5
     while watchdog is not None and time.monotonic() < deadline:
         try:
-            if len(Path(f"/proc/{watchdog}/task/{watchdog}/children").read_text().split()) <= 1:
+            children = Path(f"/proc/{watchdog}/task/{watchdog}/children").read_text().split()
+            if all(_ticks(child)[0] not in ("Z", "X") for child in children):
                 return
         except OSError:
-            return
+            pass
         time.sleep(0.001)
 
 

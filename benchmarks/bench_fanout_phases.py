@@ -18,6 +18,10 @@ for every leg, medians and 90th percentiles of:
 The functions are wrapped in this process only, to read a clock around them; nothing else changes.
 Each round also prints the time this process spent in garbage collections during it.
 
+``--compare-reuse`` adds a third kind to every round: the same spawn-leg fan-out with idle leg
+watchdogs never kept for another leg (``process_group._IDLE_CAP = 0``: each leg takes a freshly forked
+spare, as before reuse), and prints the medians of both (README, *Fan-out, seventh pass*).
+
 Three switches reproduce the sixth pass's experiments (README, *Fan-out, sixth pass*), each applied to
 both kinds of fan-out alike:
 
@@ -28,7 +32,7 @@ both kinds of fan-out alike:
   server (the flows turn them on; this shows what they cost).
 
 Usage: ``python benchmarks/bench_fanout_phases.py [--rounds 3] [--legs 128] [--concurrency 32]
-[--server-idle] [--freeze-gc] [--no-run-logs]``.
+[--compare-reuse] [--server-idle] [--freeze-gc] [--no-run-logs]``.
 """
 
 from __future__ import annotations
@@ -173,6 +177,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--legs", type=int, default=128)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--compare-reuse", action="store_true", help="also spawn-leg without idle leg watchdogs")
     parser.add_argument("--server-idle", action="store_true", help="the embedded server's threads at SCHED_IDLE")
     parser.add_argument("--freeze-gc", action="store_true", help="gc.collect() and gc.freeze() before each fan-out")
     parser.add_argument("--no-run-logs", action="store_true", help="no INFO run-log lines to the server")
@@ -254,11 +259,24 @@ def main() -> int:
 
         runner = ThreadPoolTaskRunner(max_workers=args.concurrency)
         ideal = -(-args.legs // args.concurrency) * SLEEP_S
-        ours_s, baseline_s = [], []
+        seconds_of: dict[str, list[float]] = {"spawn-leg": [], "no reuse": [], "sleep-only": []}
+
+        def without_reuse(cache_dir: str) -> tuple[float, float]:
+            kept = process_group._IDLE_CAP
+            process_group._IDLE_CAP = 0  # every ended leg's watchdog exits; each leg takes a fresh spare
+            try:
+                return fan_out.with_options(task_runner=runner)(cache_dir)
+            finally:
+                process_group._IDLE_CAP = kept
+
         for index in range(args.rounds):
             cache_dir = str(home / f"cache-{index}")
-            for name, run in (("spawn-leg", lambda cache_dir=cache_dir: fan_out.with_options(task_runner=runner)(cache_dir)),
-                              ("sleep-only", lambda: sleep_fan_out.with_options(task_runner=runner)())):
+            kinds: list[tuple[str, Callable[[], tuple[float, float]]]] = [
+                ("spawn-leg", lambda cache_dir=cache_dir: fan_out.with_options(task_runner=runner)(cache_dir))]
+            if args.compare_reuse:
+                kinds.append(("no reuse", lambda cache_dir=cache_dir: without_reuse(cache_dir + "-no-reuse")))
+            kinds.append(("sleep-only", lambda: sleep_fan_out.with_options(task_runner=runner)()))
+            for name, run in kinds:
                 time.sleep(PAUSE_S)
                 _MARKS.clear()
                 _CALLS.clear()
@@ -267,12 +285,16 @@ def main() -> int:
                     gc.freeze()
                 _GC["seconds"] = 0.0
                 started, seconds = run()
-                (ours_s if name == "spawn-leg" else baseline_s).append(seconds)
+                seconds_of[name].append(seconds)
                 print(f"round {index + 1} {name}: {seconds:.2f} s, efficiency {ideal / seconds:.2f}; "
                       f"{1000 * _GC['seconds']:.0f} ms in garbage collections", flush=True)
                 for line in _phases(started, args.concurrency):
                     print(line, flush=True)
-        ours, baseline = statistics.median(ours_s), statistics.median(baseline_s)
+        ours, baseline = statistics.median(seconds_of["spawn-leg"]), statistics.median(seconds_of["sleep-only"])
+        if args.compare_reuse:
+            fresh = statistics.median(seconds_of["no reuse"])
+            print(f"median of {args.rounds} rounds without reuse: {fresh:.2f} s (efficiency {ideal / fresh:.2f}); "
+                  f"with reuse {ours:.2f} s (efficiency {ideal / ours:.2f})")
         print(f"median of {args.rounds} rounds: spawn-leg {ours:.2f} s (efficiency {ideal / ours:.2f}), "
               f"sleep-only {baseline:.2f} s (efficiency {ideal / baseline:.2f}); sleep-only / spawn-leg {baseline / ours:.2f}")
     idle_stop.set()

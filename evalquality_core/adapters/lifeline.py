@@ -22,7 +22,8 @@ The **shared watchdog** (``main``):
    has finished (each sees its own lifeline close and kills its tree), still killing strays, then
    exits.
 
-A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of the shared watchdog:
+A **leg watchdog** (``_spare`` then ``_leg``), a forked child of the shared watchdog, one per leg at a
+time:
 
 1. is a child subreaper of its own (the flag is not inherited across ``fork()``), so every orphaned
    descendant of *this leg's* target, ``setsid()`` or not, is re-parented to it, and is attributed to
@@ -37,7 +38,10 @@ A **leg watchdog** (``_spare`` then ``_leg``), one per leg, a forked child of th
    by SIGKILL, or closed the leg). Either way it **kills the whole tree**: SIGKILL to the target's group,
    then, repeatedly, to every child it has (orphans re-parented to it, each with its group) until none
    is left, reaping as it goes; then it answers ``{"exit": code}`` (the target's own exit status, or
-   ``-9`` when it was killed) and exits.
+   ``-9`` when it was killed);
+4. after a kill (asked, or the host's end-of-file) it exits. After the target's own exit it waits on the
+   same socket for another leg (step 2, with the default dispositions restored first): the host keeps
+   it idle for the next leg, or closes the socket and it exits (``process_group``'s docstring says why).
 
 Without a subreaper (not Linux) only the target's group is killed; README "Trust boundary" says so.
 """
@@ -274,25 +278,30 @@ def _reap_and_clear_strays(legs: set[int]) -> None:
 
 def _spare(sock: socket.socket) -> int:
     """A forked leg watchdog: get ready, then wait on ``sock`` (whose other end the host holds) for a
-    leg's pipes, and run that leg. End-of-file first: no leg will come."""
+    leg's pipes, and run that leg; then wait for the next one. End-of-file while waiting: no leg will
+    come (the host closed this watchdog, or died)."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for signum in _IGNORED:
-        signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
     subreaper = _become_subreaper()
-    fds = _receive_fds(sock, (2, 3))
-    if fds is None:
-        return 0
-    return _leg(sock, fds, subreaper)
+    while True:
+        for signum in _IGNORED:
+            signal.signal(signum, signal.SIG_DFL)  # an ignored disposition would be inherited across exec
+        fds = _receive_fds(sock, (2, 3))
+        if fds is None or not _leg(sock, fds, subreaper):
+            return 0
 
 
-def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> int:
+def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> bool:
     """Run one leg's watchdog (module docstring): ``fds`` are the target's stdout, stderr and, when
-    asked for, stdin."""
+    asked for, stdin. True when this watchdog may serve another leg: the target exited on its own and
+    its whole tree is gone (or it could not be started), so nothing of this leg is left here; False
+    after a kill or the host's end-of-file (the lifeline's work is done: exit)."""
     stdout, stderr = fds[0], fds[1]
     stdin = fds[2] if len(fds) == 3 else subprocess.DEVNULL
     line = _read_line(sock)
     if not line:
-        return 0
+        for fd in fds:
+            os.close(fd)
+        return False
     spec = json.loads(line)
     try:
         # subprocess, not os.posix_spawn (which saves ~30% of this process's page faults): glibc's
@@ -310,19 +319,26 @@ def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> int:
             restore_signals=True,
         )
     except OSError as exc:
+        for fd in fds:
+            os.close(fd)
         _send(sock, {"spawnError": {"errno": exc.errno, "strerror": exc.strerror, "filename": exc.filename}})
-        return 0
+        return True
     except (ValueError, TypeError) as exc:
+        for fd in fds:
+            os.close(fd)
         _send(sock, {"spawnError": {"errno": None, "strerror": str(exc), "filename": None}})
-        return 0
+        return True
     for fd in fds:
         os.close(fd)  # the pipes are the target's alone: its exit closes them for the host
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the leg watchdog
     _send(sock, {"pid": target.pid, "subreaper": subreaper})
-    exit_code = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
+    exit_code, on_its_own = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
+    # Reaped by ``kill_tree``: tell the Popen object, or its finalizer would queue the pid for a later
+    # ``waitpid`` that could reap another leg's target once the pid is reused.
+    target.returncode = exit_code
     _send(sock, {"exit": exit_code})
-    return 0
+    return on_its_own
 
 
 def _read_line(sock: socket.socket) -> bytes:
@@ -336,8 +352,9 @@ def _read_line(sock: socket.socket) -> bytes:
     return b"".join(chunks)[:-1]
 
 
-def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> int:
-    """Wait for the target's exit or the lifeline; kill the tree either way; the target's exit code.
+def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> tuple[int, bool]:
+    """Wait for the target's exit or the lifeline; kill the tree either way. The target's exit code,
+    and whether it exited on its own (False: killed on the host's word or its end-of-file).
     Without pidfd (kernels before 5.3, other POSIX) the exit is polled every 10 ms."""
     pidfd = None
     opener = getattr(os, "pidfd_open", None) if use_pidfd else None
@@ -350,21 +367,25 @@ def _watch(sock: socket.socket, pid: int, use_pidfd: bool = True) -> int:
     poller.register(sock.fileno(), select.POLLIN | select.POLLHUP)
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
-    while True:
-        events = dict(poller.poll(None if pidfd is not None else 10))
-        if sock.fileno() in events:
-            try:
-                data = sock.recv(4096, socket.MSG_PEEK)
-            except OSError:
-                data = b""
-            if not data or b"kill" in data:  # host gone (EOF) or asked: kill now
-                kill_tree(pid)
-                return -signal.SIGKILL
-            sock.recv(len(data))
-        status = _exited(pid)
-        if status is not None:
-            kill_tree(pid)  # leftovers: nothing outlives a leg
-            return status
+    try:
+        while True:
+            events = dict(poller.poll(None if pidfd is not None else 10))
+            if sock.fileno() in events:
+                try:
+                    data = sock.recv(4096, socket.MSG_PEEK)
+                except OSError:
+                    data = b""
+                if not data or b"kill" in data:  # host gone (EOF) or asked: kill now
+                    kill_tree(pid)
+                    return -signal.SIGKILL, False
+                sock.recv(len(data))
+            status = _exited(pid)
+            if status is not None:
+                kill_tree(pid)  # leftovers: nothing outlives a leg
+                return status, True
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _exited(pid: int) -> int | None:

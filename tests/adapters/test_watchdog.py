@@ -90,16 +90,128 @@ def _children_of(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def test_a_killed_spare_leg_watchdog_is_replaced_when_the_next_leg_comes(tmp_path: Path) -> None:
-    assert _run(["/bin/true"]) == (0, b"")
+def _one_leg(argv: list[str], cwd: str = "/") -> tuple[int, bytes, int]:
+    """One leg to its end: its exit code, its stdout and the pid of the leg watchdog that ran it."""
+    # The target waits for its stdin to close, so its parent can be read while it surely runs.
+    leg = LegProcess.launch(["/bin/sh", "-c", 'read _ ; exec "$@"', "sh", *argv], cwd, {"PATH": "/usr/bin:/bin"}, stdin=True)
+    try:
+        leg_watchdog = _parent_of(leg.pid)
+        assert leg.stdin is not None
+        leg.stdin.close()
+        out = leg.stdout.read()
+        while leg.read_exit() is None:
+            select.select([leg.lifeline], [], [], 5)
+        return leg.read_exit(), out, leg_watchdog  # type: ignore[return-value]
+    finally:
+        leg.close()
+
+
+def test_killed_idle_and_spare_leg_watchdogs_are_replaced_when_the_next_leg_comes(tmp_path: Path) -> None:
+    process_group.shutdown_watchdog()  # a new shared watchdog: its only children are ours to count
+    code, _, idle = _one_leg(["/bin/true"])
+    assert code == 0
     shared = watchdog_pid()
     assert shared is not None
-    _wait_until(lambda: len(_children_of(shared)) == 1, 10, "only the spare left")  # the last leg's reaped
-    (spare,) = _children_of(shared)
-    os.kill(spare, signal.SIGKILL)
-    _wait_until(lambda: spare not in _children_of(shared), 10, "the spare reaped")
-    assert _run(["/bin/echo", "served"]) == (0, b"served\n")
+    # The leg's watchdog waits for another leg; the spare was forked ahead of need.
+    _wait_until(lambda: len(_children_of(shared)) == 2, 10, "the idle leg watchdog and the spare")
+    (spare,) = [pid for pid in _children_of(shared) if pid != idle]
+    for pid in (idle, spare):
+        os.kill(pid, signal.SIGKILL)
+    _wait_until(lambda: not {idle, spare} & set(_children_of(shared)), 10, "both reaped")
+    code, out, served_by = _one_leg(["/bin/echo", "served"])
+    assert (code, out) == (0, b"served\n")
+    assert served_by not in (idle, spare)
     assert watchdog_pid() == shared
+
+
+def test_a_leg_watchdog_serves_the_next_leg_only_after_its_target_exited_on_its_own(tmp_path: Path) -> None:
+    process_group.shutdown_watchdog()
+    _, _, first = _one_leg(["/bin/true"])
+    _, _, second = _one_leg(["/bin/sh", "-c", "exit 3"])
+    assert second == first  # no fork for the second leg: the first one's watchdog ran it
+    assert not is_dead(first)
+    # A leg that was killed (here: closed while its target still ran) ends its watchdog with it.
+    leg = LegProcess.launch(["/bin/sleep", "30"], "/", {"PATH": "/usr/bin:/bin"}, stdin=False)
+    killed_with = _parent_of(leg.pid)
+    assert killed_with == first
+    assert leg.close() == -signal.SIGKILL
+    _wait_until(lambda: is_dead(killed_with), 5, "the killed leg's watchdog's exit")
+    _, _, third = _one_leg(["/bin/true"])
+    assert third != killed_with
+
+
+_STATE_PROBE = (
+    "import os; status = dict(line.split(':', 1) for line in open('/proc/self/status'));"
+    "print(sorted(os.listdir('/proc/self/fd')), os.getcwd(), sorted(os.environ),"
+    " [status[key].strip() for key in ('SigIgn', 'SigBlk', 'NoNewPrivs')], os.getpgid(0) == os.getpid(),"
+    " os.getsid(0) == os.getpid(), oct(os.umask(0o22)))"
+)
+
+
+def test_a_target_on_a_reused_leg_watchdog_starts_as_on_a_fresh_one(tmp_path: Path) -> None:
+    """Nothing of an earlier leg carries over to the next target: the same open descriptors, signal
+    dispositions and mask, session, group, directory, environment and umask as a freshly forked one."""
+    process_group.shutdown_watchdog()
+    fresh_code, fresh, fresh_watchdog = _one_leg([sys.executable, "-c", _STATE_PROBE], str(tmp_path))
+    # The earlier leg leaves a setsid grandchild behind (killed when that leg ends).
+    _one_leg([sys.executable, HOSTILE, "setsid", str(tmp_path / "pid")], str(tmp_path))
+    reused_code, reused, reused_watchdog = _one_leg([sys.executable, "-c", _STATE_PROBE], str(tmp_path))
+    assert reused_watchdog == fresh_watchdog
+    assert (fresh_code, reused_code) == (0, 0)
+    assert reused == fresh and b"True" in fresh
+
+
+def test_a_late_kill_of_an_ended_leg_never_reaches_the_leg_its_watchdog_serves_next(tmp_path: Path) -> None:
+    process_group.shutdown_watchdog()
+    ended = LegProcess.launch(["/bin/cat"], "/", {"PATH": "/usr/bin:/bin"}, stdin=True)
+    first = _parent_of(ended.pid)
+    assert ended.stdin is not None
+    ended.stdin.close()  # end of input: the target exits on its own
+    while ended.read_exit() is None:
+        select.select([ended.lifeline], [], [], 5)
+    assert ended.close() == 0
+    nxt = LegProcess.launch(["/bin/sh", "-c", "sleep 0.5; exit 5"], "/", {"PATH": "/usr/bin:/bin"}, stdin=False)
+    try:
+        assert _parent_of(nxt.pid) == first
+        ended.kill()  # as another thread's abort would, holding the ended leg
+        while nxt.read_exit() is None:
+            select.select([nxt.lifeline], [], [], 5)
+        assert nxt.read_exit() == 5
+    finally:
+        nxt.close()
+
+
+_IDLE_HOST = textwrap.dedent(
+    """
+    import sys, select
+    sys.path.insert(0, {root!r})
+    from evalquality_core.adapters.process_group import LegProcess, watchdog_pid
+    pids = []
+    for _ in range(2):
+        leg = LegProcess.launch(["/bin/sleep", "0.3"], "/", {{}}, stdin=False)
+        pids.append(int(open(f"/proc/{{leg.pid}}/stat").read().rsplit(")", 1)[1].split()[1]))
+        while leg.read_exit() is None:
+            select.select([leg.lifeline], [], [], 5)
+        leg.close()
+    open({ready!r}, "w").write(" ".join(map(str, [watchdog_pid(), *pids])))
+    import time; time.sleep(600)
+    """
+)
+
+
+def test_idle_leg_watchdogs_end_with_a_host_killed_by_sigkill(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    host = subprocess.Popen([sys.executable, "-c", _IDLE_HOST.format(root=str(PROJECT_ROOT), ready=str(ready))],
+                            start_new_session=True)
+    try:
+        _wait_until(lambda: ready.exists() and ready.read_text() != "" or host.poll() is not None, 60, "the host's legs")
+        assert host.poll() is None
+        watchdogs = [int(pid) for pid in ready.read_text().split()]
+        assert all(not is_dead(pid) for pid in watchdogs)  # the shared one and the idle leg watchdog
+    finally:
+        host.kill()
+        host.wait()
+    _wait_until(lambda: all(is_dead(pid) for pid in watchdogs), 5, "every watchdog's exit")
 
 
 def test_a_killed_shared_watchdog_leaves_running_legs_intact_and_the_next_leg_starts_a_new_one(tmp_path: Path) -> None:
@@ -260,3 +372,17 @@ def test_a_leaders_exit_is_seen_before_its_stopped_watchdog_reports_it(tmp_path:
         os.kill(watchdog, signal.SIGCONT)
         leg.close()
     assert process_state(leg.pid) is None  # reaped once the watchdog ran again
+
+
+def test_reading_the_launch_answer_leaves_a_quick_exit_report_on_the_lifeline() -> None:
+    """A target that exits at once may have its exit report sent right behind its pid. The host takes
+    only the pid's line, so the lifeline stays readable for the report: a leg watchdog that serves on
+    after a leg never closes the socket, so nothing else would wake a selector for it."""
+    import socket
+
+    watchdog_end, host_end = socket.socketpair()
+    with watchdog_end, host_end:
+        watchdog_end.sendall(b'{"pid": 4321, "subreaper": true}\n{"exit": 0}\n')
+        assert LegProcess._first_answer(host_end) == {"pid": 4321, "subreaper": True}
+        assert select.select([host_end], [], [], 0)[0] == [host_end]
+        assert host_end.recv(100) == b'{"exit": 0}\n'
