@@ -199,6 +199,7 @@ def main() -> int:
         import tasks.preflight as preflight
         from evalquality_core.adapters import process_group
         from evalquality_core.probe.policy import parse_command_target_policy
+        from flows.lifecycle import freeze_startup_heap
         from flows.watch import enable_run_logs
 
         spawn_leg = preflight.spawn_leg
@@ -229,6 +230,7 @@ def main() -> int:
         @flow(name="fan-out-phases", validate_parameters=False)
         def fan_out(cache_dir: str) -> tuple[float, float]:
             """One spawn-leg task per sleeping leg; (first submit, seconds to the last answer)."""
+            freeze_startup_heap()  # as the flows do at their start
             if not args.no_run_logs:
                 enable_run_logs()
             planned = jobs(cache_dir)
@@ -249,6 +251,7 @@ def main() -> int:
         @flow(name="sleep-fan-out-phases", validate_parameters=False)
         def sleep_fan_out() -> tuple[float, float]:
             """As many sleeping tasks; (first submit, seconds to the last answer)."""
+            freeze_startup_heap()
             if not args.no_run_logs:
                 enable_run_logs()
             started = time.perf_counter()

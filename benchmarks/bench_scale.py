@@ -134,6 +134,7 @@ def measure_size(
 
     from corpus.tools.synthesize import synthesize
     from evalquality_core.probe.policy import parse_command_target_policy
+    from flows.lifecycle import freeze_startup_heap
     from flows.preflight import run_preflight_flow
     from flows.settings import FlowSettings, flow_run_settings
     from flows.watch import enable_run_logs
@@ -147,6 +148,7 @@ def measure_size(
     @flow(name="no-op-fan-out", validate_parameters=False)
     def no_op_flow(tasks: int) -> float:
         """``tasks`` no-op tasks on the flow's thread pool; the seconds inside the flow body."""
+        freeze_startup_heap()  # as the flows do at their start (once per process)
         started = time.perf_counter()
         futures = [no_op.submit(index) for index in range(tasks)]
         for future in futures:
@@ -193,6 +195,7 @@ def measure_size(
     @flow(name="fan-out", validate_parameters=False)
     def fan_out_flow(legs: int, cache_dir: str, workspaces_dir: str) -> float:
         """One spawn-leg task per sleeping leg; seconds from first submit to last answer."""
+        freeze_startup_heap()
         enable_run_logs()  # as the flows' RunLog does: each spawned leg's INFO line reaches the server
         jobs = fan_jobs(legs, cache_dir, workspaces_dir)
         started = time.perf_counter()
@@ -211,6 +214,7 @@ def measure_size(
     @flow(name="sleep-fan-out", validate_parameters=False)
     def sleep_flow(tasks: int) -> float:
         """``tasks`` sleeping tasks on the flow's thread pool; seconds from first submit to last answer."""
+        freeze_startup_heap()
         started = time.perf_counter()
         futures = [sleep_task.submit(index) for index in range(tasks)]
         for future in futures:

@@ -72,6 +72,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    freeze_startup_heap,
     one_line_errors,
     start_flow_main,
 )
@@ -360,6 +361,7 @@ def contract_strength(
     if trials not in TRIAL_MODES:
         raise ValueError(f"trials {trials!r} is not one of {', '.join(TRIAL_MODES)}")
     settings = load_settings()
+    freeze_startup_heap()
     started = time.perf_counter()
     log = RunLog()
     announce_flow_run(log)

@@ -95,6 +95,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    freeze_startup_heap,
     one_line_errors,
     start_flow_main,
 )
@@ -491,6 +492,7 @@ def mutants(
     """Classify and score the generated mutants of every suite (or the named ones); write the reports.
     ``trials_sample`` N: then run live evaluator trials on N sampled Killed/Survived mutants per suite
     (flows/mutant_trials.py)."""
+    freeze_startup_heap()
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     reclaim_workspaces(Path(workspaces_dir))

@@ -46,6 +46,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    freeze_startup_heap,
     one_line_errors,
     start_flow_main,
 )
@@ -168,6 +169,7 @@ def preflight(
         raise ValueError(f"mode {mode!r} is not one of {', '.join(LEG_CACHE_MODES)}")
     if scope not in SCOPES:
         raise ValueError(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
+    freeze_startup_heap()
     started = time.perf_counter()
     invocation = uuid.uuid4().hex
     out = Path(out_dir)
