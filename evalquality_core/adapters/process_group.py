@@ -39,9 +39,11 @@ while a leg runs; a target it starts inherits nothing else of an earlier leg (it
 and holds no descriptor of it: tests/adapters/test_watchdog.py). A leg that was killed (a budget, an
 abort, ``close()`` before the exit) ends its watchdog as before. Why: in a fan-out of 32 legs that end
 together, 32 forks of the shared watchdog queue for the two cores just as the next legs start; with
-reuse the next leg's launch takes no fork (``benchmarks/bench_fanout_phases.py --compare-reuse``:
-median launch 15-23 ms against 16-44 ms, fan-out efficiency 0.77 against 0.71). A serial run of legs
-gains nothing (the spare was already forked ahead): ``benchmarks/bench_adapter.py`` is unchanged.
+reuse the next leg's launch takes no fork, and no leg watchdog exits and is reaped per leg
+(``benchmarks/bench_fanout_phases.py --compare-reuse --rounds 6``, alternating in one process: median
+fan-out efficiency 0.72 against 0.65; ``bench_scale.py``'s plain-pool fan-out spends 0.03-0.06 s of
+watchdog CPU against 0.16-0.18 s). A serial run of legs gains nothing (the spare was already forked
+ahead): ``benchmarks/bench_adapter.py`` is unchanged.
 
 Rejected: making the host a subreaper and spawning targets directly (orphans of every library's
 children would re-parent into the host, and nothing would be left to kill them after a SIGKILL of
