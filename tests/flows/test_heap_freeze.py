@@ -26,13 +26,15 @@ def test_a_flow_start_frees_dead_cycles_and_freezes_live_ones() -> None:
     dead_ref = weakref.ref(dead)
     del dead
     assert dead_ref() is not None  # a cycle: reference counting alone never frees it
-    freeze_startup_heap()
-    assert dead_ref() is None  # collected first, never frozen
-    assert not any(found is live for found in gc.get_objects())  # no generation holds it: it is frozen
-    assert gc.get_freeze_count() > 0
-    assert gc.get_threshold()[0] == 20_000
-    gc.unfreeze()  # leave the worker's collector as it found it for the tests after this one
-    gc.set_threshold(*threshold)
+    try:
+        freeze_startup_heap()
+        assert dead_ref() is None  # collected first, never frozen
+        assert not any(found is live for found in gc.get_objects())  # no generation holds it: it is frozen
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == 20_000
+    finally:
+        gc.unfreeze()  # leave the worker's collector as it found it for the tests after this one
+        gc.set_threshold(*threshold)
 
 
 def test_a_preflight_run_freezes_the_heap_it_starts_with(tmp_path: Path) -> None:
@@ -42,8 +44,10 @@ def test_a_preflight_run_freezes_the_heap_it_starts_with(tmp_path: Path) -> None
     (tmp_path / "suites").mkdir()
     settings = FlowSettings(home=tmp_path / "home", suites_dir=tmp_path / "suites", out_dir=tmp_path / "out",
                             concurrency=2, baseline=tmp_path / "no-baseline.json")
-    run_preflight_flow(settings)
-    assert gc.get_freeze_count() > 0
-    assert gc.get_threshold()[0] == 20_000  # young collections less often while the flow runs
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
+    try:
+        run_preflight_flow(settings)
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == 20_000  # young collections less often while the flow runs
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

@@ -163,7 +163,6 @@ def _plant_orphaned_server() -> int:
     return pid
 
 
-
 def test_sigterm_kills_every_live_leg(conformance, tmp_path):
     suites, home, out = tmp_path / "suites", tmp_path / "home", tmp_path / "out"
     _, marker = build_skill_suite(conformance, suites, probes=1, delay_s=120, max_elapsed_ms=600_000)
