@@ -48,7 +48,7 @@ def process_state(pid: int) -> str | None:
     """The /proc state letter of ``pid``, or None when it no longer exists."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, or reaped while being read (ESRCH)
         return None
     return stat[stat.rfind(")") + 2 :].split()[0]
 
