@@ -104,7 +104,7 @@ from flows.output import write_artifact
 from flows.settings import flow_run_settings
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from flows.watch import tag_flow_run
-from tasks.leg_cache import close_leg_cache
+from tasks.leg_cache import LEG_CACHE_FAULT_PATH, close_leg_cache
 from tasks.mutants import (
     StoredOutcomes,
     cached_generation,
@@ -227,6 +227,13 @@ def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, s
     )
 
 
+def _not_a_finding(outcome: RunOutcome) -> bool:
+    """A leg fault that says nothing about the mutant: the run was interrupted (``aborted``), or the leg
+    cache failed under it (``LegCache``: a PostgreSQL server lost mid-run). Neither is remembered nor
+    stored as the mutant's outcome, so the next run asks again instead of trusting it."""
+    return outcome.fault_code == "aborted" or (outcome.fault or "").startswith(f"{LEG_CACHE_FAULT_PATH}:")
+
+
 def _collect_leg(future: Any, job: LegJob, costs: Costs) -> tuple[RunOutcome, bool]:
     """A leg's outcome and whether it was spawned by this run. A clean leg's fault is raised by
     ``result()``; a mutant leg's comes back as a value (``spawn_leg(expected_faults=True)``)."""
@@ -300,7 +307,7 @@ def _outcomes_of(runs: _MutantRuns, settings: Mapping[str, Any], costs: Costs) -
     for leg_id, (future, job) in runs.futures.items():
         outcome, was_spawned = _collect_leg(future, job, costs)
         spawned += was_spawned
-        if outcome.fault_code is not None and outcome.fault_code != "aborted":
+        if outcome.fault_code is not None and not _not_a_finding(outcome):
             remember_fault(settings["store_dir"], job.key, outcome.fault_code, outcome.fault or "")
         mutated[leg_id] = outcome
     plan_answer = None if runs.plan_future is None else _plan_answer(runs.plan_future, costs)
@@ -308,7 +315,7 @@ def _outcomes_of(runs: _MutantRuns, settings: Mapping[str, Any], costs: Costs) -
     if plan_answer is not None:
         spawned += plan_answer.source == "spawned"
         remembered = remembered or (plan_answer.source != "spawned" and plan_answer.fault is not None)
-    aborted = any(o.fault_code == "aborted" for o in mutated.values()) or (
+    aborted = any(_not_a_finding(o) for o in mutated.values()) or (
         plan_answer is not None and (plan_answer.fault or {}).get("code") == "aborted")
     if runs.covered and not aborted:
         store_outcomes(settings["store_dir"], runs.key, runs.mutant.mutant_id, mutated, plan_answer)

@@ -82,6 +82,9 @@ _PROCESS_TOKEN = uuid.uuid4().hex
 #: The format tag of an entry; bumped if the entry shape changes (older entries then fail verification).
 ENTRY_FORMAT = "eval-quality/leg-cache-entry/v1"
 DATABASE_NAME = "legs.sqlite3"
+#: Where a leg's fault points when the leg cache failed under it, not the system under test (a mutants
+#: run never takes such a fault for a finding about the mutant, flows/mutants.py).
+LEG_CACHE_FAULT_PATH = "LegCache"
 #: Exit code the flows use when the leg cache cannot be used at all (sysexits EX_IOERR).
 EXIT_CACHE_UNUSABLE = 74
 

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from evalquality_core.faults import RuntimeFault
+from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable
 
 TABLE = "evalquality_leg_cache"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -90,8 +91,6 @@ class PostgresLegStore:
                         "key text PRIMARY KEY, entry text NOT NULL, written_at timestamptz NOT NULL DEFAULT now())"
                     )
         except RuntimeFault as fault:
-            from tasks.leg_cache import LegCacheUnusable
-
             raise LegCacheUnusable(
                 f"{fault.detail}; check EVALQUALITY_LEG_CACHE and that the server is up"
             ) from None
@@ -107,7 +106,7 @@ class PostgresLegStore:
             self._drop_connection()
             detail = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
             raise RuntimeFault(
-                "port-failure", "LegCache", f"leg cache {self.location}: could not {doing}: {detail}"
+                "port-failure", LEG_CACHE_FAULT_PATH, f"leg cache {self.location}: could not {doing}: {detail}"
             ) from None
 
     def _connection(self):  # noqa: ANN202 (psycopg is imported lazily)

@@ -48,7 +48,14 @@ from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
 from tasks.caching import CODE_VERSION, stage_cache, unpersisted_results, verified_stage
-from tasks.leg_cache import LegAnswer, LegCacheMode, leg_cache_key, open_leg_cache
+from tasks.leg_cache import (
+    LEG_CACHE_FAULT_PATH,
+    LegAnswer,
+    LegCacheMode,
+    LegCacheUnusable,
+    leg_cache_key,
+    open_leg_cache,
+)
 from tasks.workspace import leg_workspace
 
 #: Stages a suite's system and fixtures for one leg into the given empty directory.
@@ -342,12 +349,18 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
     from prefect.runtime import flow_run
 
     leg = f"{suite}/{probe_id}/{leg_id}{call}"
-    cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
     _tell(job.invocation, "start", leg)
     try:
-        answer = cache.answer(
-            job.key, job.request, lambda: _spawn(job), leg=leg, run=f"{flow_run.name} ({flow_run.id})" if flow_run.id else ""
-        )
+        try:
+            cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
+            answer = cache.answer(
+                job.key, job.request, lambda: _spawn(job), leg=leg, run=f"{flow_run.name} ({flow_run.id})" if flow_run.id else ""
+            )
+        except LegCacheUnusable as lost:
+            # The flow checked the cache before any leg (flows/lifecycle.check_leg_cache); one lost since
+            # (a PostgreSQL server stopped, a database broken mid-run) fails this leg on one line, as a
+            # database error during a read does, never with a traceback; nothing is cached.
+            raise RuntimeFault("port-failure", LEG_CACHE_FAULT_PATH, str(lost)) from None
     except EvalQualityFault as fault:
         message = f"{fault.code}: {fault.artifact_path}: {fault.detail}"
         _log(logging.INFO if expected_faults else logging.WARNING, f"{leg}: fault: {message}")

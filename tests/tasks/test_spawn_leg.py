@@ -4,6 +4,7 @@ and every workspace is gone afterwards."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -95,3 +96,28 @@ def test_a_timed_out_leg_is_not_cached_and_runs_again(conformance, tmp_path):
     assert state.result().source == "cache" and state.name == "Cached"
     assert state.message.startswith("from cache: answered by ") and " as skill/P-001/witness-backend at " in state.message
     assert len(marker_events(marker)) == 2
+
+
+@pytest.mark.parametrize("where", ["postgresql", "diskcache"])
+def test_a_leg_cache_lost_after_the_pre_run_check_fails_the_leg_on_one_line(conformance, tmp_path, where):
+    """The flow opens the leg cache once before any leg (flows/lifecycle.check_leg_cache); a cache lost
+    after that check (the PostgreSQL server stopped, the cache directory made unusable) must fail each
+    leg with the fault's one line, as a database error during a read does, never with a traceback, and
+    the system under test never runs."""
+    suite_dir, marker = build_skill_suite(conformance, tmp_path / "suites")
+    job = _jobs(suite_dir, tmp_path, f"inv-lost-{where}")["witness-frontend"]
+    if where == "postgresql":
+        lost = "postgresql://nobody@127.0.0.1:9/legs"  # nothing listens on port 9 (discard)
+        named = "leg cache postgresql://127.0.0.1:9/legs: could not create the table"
+    else:
+        lost = str(tmp_path / "not-a-directory")
+        Path(lost).write_text("a file where the cache directory should be\n")
+        named = f"leg cache {lost}"
+    job = dataclasses.replace(job, cache_dir=lost)
+    state = spawn_leg.fn("skill", "P-001", "witness-frontend", job)
+    assert state.is_failed() and isinstance(state.data, RuntimeFault)
+    assert state.data.code == "port-failure" and state.data.artifact_path == "LegCache"
+    assert state.message.startswith(f"port-failure: LegCache: {named}") and "\n" not in state.message
+    assert "nobody@" not in state.message  # the user info of the URL is never shown
+    assert marker_events(marker) == []
+    assert list((tmp_path / "workspaces").iterdir() if (tmp_path / "workspaces").exists() else []) == []
