@@ -292,12 +292,15 @@ def api_watchdog(prog: str, interval_s: float = 1.0, misses: int = 3) -> Iterato
 def api_refusal(problem: BaseException) -> str | None:
     """The one line for an error of a request to the Prefect API at ``PREFECT_API_URL`` (a refusal such
     as 401/403/5xx, or the connection lost), found on ``problem`` or its causes; None for anything else,
-    including an HTTP error of a system under test (its URL is not the API's)."""
+    including an HTTP error of a system under test (its URL is not the API's). The embedded server a
+    flow started is named as such: its SQLite database can refuse a request under load (a 500 after a
+    flow of thousands of task runs), and the user's fix is to run again, not to check credentials."""
     import httpx
 
-    url = user_api_url()
+    url = os.environ.get("PREFECT_API_URL") or None
     if not url:
         return None
+    embedded = user_api_url() is None
     seen: set[int] = set()
     current: BaseException | None = problem
     while current is not None and id(current) not in seen:
@@ -313,8 +316,15 @@ def api_refusal(problem: BaseException) -> str | None:
                     what = f"answered {response.status_code} {response.reason_phrase}"
                 else:
                     what = f"dropped the request ({type(current).__name__}: {' '.join(str(current).split())[:120]})"
+                request = f"{current.request.method} {current.request.url.path}"
+                if embedded:
+                    return (
+                        f"the embedded Prefect server ({url}) {what} for {request}; run again (legs already "
+                        "answered come from the leg cache), and run nights of this size on a server of its own "
+                        "(README: Scaling out)"
+                    )
                 return (
-                    f"PREFECT_API_URL={url} {what} for {current.request.method} {current.request.url.path}; "
+                    f"PREFECT_API_URL={url} {what} for {request}; "
                     "check that server and its credentials (PREFECT_API_KEY or PREFECT_API_AUTH_STRING), "
                     "or unset PREFECT_API_URL to run on the embedded server"
                 )

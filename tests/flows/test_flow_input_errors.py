@@ -89,6 +89,39 @@ def test_a_refusing_prefect_api_is_one_line_and_69(tmp_path, flow):
     assert "PREFECT_API_KEY" in result.stderr and "unset PREFECT_API_URL" in result.stderr
 
 
+class _Failing(_Refusing):
+    """An embedded server whose database gave way: /health answers, every API call is a 500."""
+
+    def _answer(self) -> None:
+        ok = self.path.endswith("/health")
+        body = b"true" if ok else b'{"exception_message": "Internal Server Error"}'
+        self.send_response(200 if ok else 500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+
+
+def test_a_500_from_the_embedded_server_is_one_line_and_69(tmp_path):
+    """The URL the flow process marked as its own embedded server (EVALQUALITY_EMBEDDED_API_URL, as a
+    flow's Dask workers inherit it) answers 500: one line naming the embedded server and the fix (run
+    again), not the credentials advice for a user's server, and no traceback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/api"
+        result = _run("flows.preflight", ["--suites", str(PROJECT_ROOT / "corpus/suites/notes")], tmp_path / "home",
+                      PREFECT_API_URL=url, EVALQUALITY_EMBEDDED_API_URL=url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    _one_line(result, 69, f"the embedded Prefect server ({url}) answered 500 Internal Server Error for ")
+    assert "run again" in result.stderr and "PREFECT_API_KEY" not in result.stderr
+
+
 def test_an_unusable_leg_cache_is_one_line_and_74(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
