@@ -293,8 +293,8 @@ def api_refusal(problem: BaseException) -> str | None:
     """The one line for an error of a request to the Prefect API at ``PREFECT_API_URL`` (a refusal such
     as 401/403/5xx, or the connection lost), found on ``problem`` or its causes; None for anything else,
     including an HTTP error of a system under test (its URL is not the API's). The embedded server a
-    flow started is named as such: its SQLite database can refuse a request under load (a 500 after a
-    flow of thousands of task runs), and the user's fix is to run again, not to check credentials."""
+    flow started is named as such: it can refuse a request of a large run (a 500 ended a 100-suite
+    pre-flight once, on a slow host), and the user's fix is to run again, not to check credentials."""
     import httpx
 
     url = os.environ.get("PREFECT_API_URL") or None
