@@ -35,7 +35,9 @@ boundary".)
 opens; a garbled or truncated file is moved aside (``legs.sqlite3.corrupt-<stamp>``), one warning line
 names the cache directory and where the broken file went, and an empty cache takes its place (the
 legs simply run again). A database that still cannot be opened raises ``LegCacheUnusable``, which the
-flows report as one line and exit 74.
+flows report as one line and exit 74 when their check before any leg meets it; met later, by a leg
+(the database broke mid-run), it fails that leg with one ``port-failure`` line at ``LegCache``
+(tasks/preflight.py ``spawn_leg``).
 
 The store interface (``get`` / ``put`` / ``claim`` / ``close``) is all ``LegCache`` uses, so another
 backend (a server database) can sit behind the same cache; ``SqliteLegStore`` is the default, one file
