@@ -59,10 +59,13 @@ def test_an_unreachable_prefect_api_is_one_line_and_69(tmp_path):
 class _Refusing(http.server.BaseHTTPRequestHandler):
     """A "Prefect server" that answers /health and refuses every API call, as one wanting credentials does."""
 
+    #: What every API call other than /health gets.
+    status, refusal = 401, b'{"detail": "Unauthorized"}'
+
     def _answer(self) -> None:
         ok = self.path.endswith("/health")
-        body = b"true" if ok else b'{"detail": "Unauthorized"}'
-        self.send_response(200 if ok else 401)
+        body = b"true" if ok else self.refusal
+        self.send_response(200 if ok else self.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -90,18 +93,9 @@ def test_a_refusing_prefect_api_is_one_line_and_69(tmp_path, flow):
 
 
 class _Failing(_Refusing):
-    """An embedded server whose database gave way: /health answers, every API call is a 500."""
+    """An embedded server that gave way: /health answers, every API call is a 500."""
 
-    def _answer(self) -> None:
-        ok = self.path.endswith("/health")
-        body = b"true" if ok else b'{"exception_message": "Internal Server Error"}'
-        self.send_response(200 if ok else 500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _answer
+    status, refusal = 500, b'{"exception_message": "Internal Server Error"}'
 
 
 def test_a_500_from_the_embedded_server_is_one_line_and_69(tmp_path):
