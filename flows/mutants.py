@@ -104,7 +104,7 @@ from flows.output import write_artifact
 from flows.settings import flow_run_settings
 from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from flows.watch import tag_flow_run
-from tasks.leg_cache import LEG_CACHE_FAULT_PATH, close_leg_cache
+from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable, close_leg_cache
 from tasks.mutants import (
     StoredOutcomes,
     cached_generation,
@@ -227,11 +227,10 @@ def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, s
     )
 
 
-def _not_a_finding(outcome: RunOutcome) -> bool:
-    """A leg fault that says nothing about the mutant: the run was interrupted (``aborted``), or the leg
-    cache failed under it (``LegCache``: a PostgreSQL server lost mid-run). Neither is remembered nor
-    stored as the mutant's outcome, so the next run asks again instead of trusting it."""
-    return outcome.fault_code == "aborted" or (outcome.fault or "").startswith(f"{LEG_CACHE_FAULT_PATH}:")
+def _cache_lost(outcome: RunOutcome) -> bool:
+    """Whether the leg cache failed under this leg (``LegCache``: a PostgreSQL server lost mid-run): a
+    fault of ours that says nothing about the mutant."""
+    return (outcome.fault or "").startswith(f"{LEG_CACHE_FAULT_PATH}:")
 
 
 def _collect_leg(future: Any, job: LegJob, costs: Costs) -> tuple[RunOutcome, bool]:
@@ -304,18 +303,23 @@ def _outcomes_of(runs: _MutantRuns, settings: Mapping[str, Any], costs: Costs) -
         return dict(stored.runs), stored.plan, {"outcomes": "store", "remembered": remembered, "runsSpawned": 0}
     mutated = dict(runs.remembered)
     spawned = 0
-    for leg_id, (future, job) in runs.futures.items():
-        outcome, was_spawned = _collect_leg(future, job, costs)
+    collected = {leg_id: _collect_leg(future, job, costs) for leg_id, (future, job) in runs.futures.items()}
+    lost = next((outcome for outcome, _ in collected.values() if _cache_lost(outcome)), None)
+    if lost is not None:
+        # Nothing of this mutant is remembered or stored, and it gets no verdict: the suite could not run,
+        # as when a clean leg faults, and the next run asks again.
+        raise LegCacheUnusable(f"mutant {runs.mutant.mutant_id} leg {lost.run_id}: {lost.fault}")
+    for leg_id, (outcome, was_spawned) in collected.items():
         spawned += was_spawned
-        if outcome.fault_code is not None and not _not_a_finding(outcome):
-            remember_fault(settings["store_dir"], job.key, outcome.fault_code, outcome.fault or "")
+        if outcome.fault_code is not None and outcome.fault_code != "aborted":
+            remember_fault(settings["store_dir"], runs.futures[leg_id][1].key, outcome.fault_code, outcome.fault or "")
         mutated[leg_id] = outcome
     plan_answer = None if runs.plan_future is None else _plan_answer(runs.plan_future, costs)
     remembered = bool(runs.remembered)
     if plan_answer is not None:
         spawned += plan_answer.source == "spawned"
         remembered = remembered or (plan_answer.source != "spawned" and plan_answer.fault is not None)
-    aborted = any(_not_a_finding(o) for o in mutated.values()) or (
+    aborted = any(o.fault_code == "aborted" for o in mutated.values()) or (
         plan_answer is not None and (plan_answer.fault or {}).get("code") == "aborted")
     if runs.covered and not aborted:
         store_outcomes(settings["store_dir"], runs.key, runs.mutant.mutant_id, mutated, plan_answer)
@@ -415,7 +419,10 @@ def run_suite(
     runs_of: dict[str, dict[str, RunOutcome]] = {}
     provenance: dict[str, dict[str, Any]] = {}
     for runs in pending:
-        mutated, plan_answer, provenance[runs.mutant.mutant_id] = _outcomes_of(runs, settings, costs)
+        try:
+            mutated, plan_answer, provenance[runs.mutant.mutant_id] = _outcomes_of(runs, settings, costs)
+        except LegCacheUnusable as lost:
+            return SuiteResult(suite.name, problem=f"the leg cache failed under {lost}")
         resolutions = None
         if plan_answer is not None:
             mutated.update(plan_outcomes(plan_answer.observations, plan_answer.fault, steps))
