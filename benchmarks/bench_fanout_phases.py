@@ -20,9 +20,9 @@ Each round also prints the time this process spent in garbage collections during
 
 ``--compare-reuse`` adds a third kind to every round: the same spawn-leg fan-out with idle leg
 watchdogs never kept for another leg (``process_group._IDLE_CAP = 0``: each leg takes a freshly forked
-spare, as before reuse), and prints the medians of both (README, *Fan-out, seventh pass*).
+spare, as before reuse), and prints the medians of both (benchmarks/SCALING.md, *Fan-out, seventh pass*).
 
-Three switches reproduce the sixth pass's experiments (README, *Fan-out, sixth pass*), each applied to
+Three switches reproduce the sixth pass's experiments (benchmarks/SCALING.md, *Fan-out, sixth pass*), each applied to
 both kinds of fan-out alike:
 
 * ``--server-idle``: every thread of the embedded Prefect server at ``SCHED_IDLE`` (Linux), re-applied

@@ -1,5 +1,5 @@
 """flows/lifecycle.py ``freeze_startup_heap``: a flow's start collects, then freezes what is alive, so a full
-collection during the run's fan-out walks only what the run made (README, *Fan-out, seventh pass*)."""
+collection during the run's fan-out walks only what the run made (benchmarks/SCALING.md, *Fan-out, seventh pass*)."""
 
 from __future__ import annotations
 
