@@ -70,6 +70,16 @@ class Cluster:
         """A connection URL (``driver`` e.g. ``postgresql+asyncpg`` for Prefect's server)."""
         return f"{driver}://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
+    @property
+    def postmaster_pid(self) -> int:
+        """The server's process id (the first line of ``postmaster.pid``)."""
+        return int((self.root / "data" / "postmaster.pid").read_text().split()[0])
+
+    def start(self) -> None:
+        """Start the server (again, after a stop or a crash: it recovers from its write-ahead log)."""
+        _pg_ctl(self.root, "-o", _options(self.root, self.port), "-l", str(self.root / "server.log"), "-w", "-t", "60",
+                "start", timeout=90)
+
     def create_database(self, name: str) -> str:
         """Create a database and return its URL."""
         subprocess.run(
@@ -77,6 +87,22 @@ class Cluster:
             check=True, capture_output=True, timeout=60,
         )
         return self.url(name)
+
+
+def _environment() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+
+
+def _options(root: Path, port: int) -> str:
+    return f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+
+
+def _pg_ctl(root: Path, *arguments: str, timeout: float) -> None:
+    """Run ``pg_ctl -D <root>/data <arguments>`` as the server's user (``CalledProcessError`` if it fails)."""
+    subprocess.run(
+        [*_run_as(), str(server_bin_dir() / "pg_ctl"), "-D", str(root / "data"), *arguments],
+        check=True, capture_output=True, timeout=timeout, env=_environment(), cwd=root,
+    )
 
 
 @contextlib.contextmanager
@@ -90,19 +116,14 @@ def throwaway_cluster() -> Iterator[Cluster]:
         user = pwd.getpwnam(prefix[2])
         os.chown(root, user.pw_uid, user.pw_gid)
     port = _free_port()
-    environment = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+    environment = _environment()
     try:
         subprocess.run(
             [*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
              "--no-sync"],
             check=True, capture_output=True, timeout=120, env=environment, cwd=root,
         )
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        subprocess.run(
-            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"),
-             "-w", "-t", "60", "start"],
-            check=True, capture_output=True, timeout=90, env=environment, cwd=root,
-        )
+        Cluster(root, port).start()
     except subprocess.CalledProcessError as failure:
         log = (root / "server.log").read_text(errors="replace") if (root / "server.log").exists() else ""
         shutil.rmtree(root, ignore_errors=True)
@@ -113,8 +134,6 @@ def throwaway_cluster() -> Iterator[Cluster]:
     try:
         yield Cluster(root, port)
     finally:
-        subprocess.run(
-            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-            capture_output=True, timeout=60, env=environment, cwd=root, check=False,
-        )
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped (a test killed it)
+            _pg_ctl(root, "-m", "immediate", "-w", "stop", timeout=60)
         shutil.rmtree(root, ignore_errors=True)
