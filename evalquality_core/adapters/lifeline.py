@@ -332,7 +332,8 @@ def _leg(sock: socket.socket, fds: list[int], subreaper: bool) -> bool:
         os.close(fd)  # the pipes are the target's alone: its exit closes them for the host
     for signum in _IGNORED:
         signal.signal(signum, signal.SIG_IGN)  # only SIGKILL or the lifeline end the leg watchdog
-    _send(sock, {"pid": target.pid, "subreaper": subreaper})
+    # Our own pid too: the host resumes this watchdog if a target stops it (SIGCONT, process_group.py).
+    _send(sock, {"pid": target.pid, "subreaper": subreaper, "watchdog": os.getpid()})
     exit_code, on_its_own = _watch(sock, target.pid, use_pidfd=spec.get("pidfd", True))
     # Reaped by ``kill_tree``: tell the Popen object, or its finalizer would queue the pid for a later
     # ``waitpid`` that could reap another leg's target once the pid is reused.

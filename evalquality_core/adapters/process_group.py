@@ -79,7 +79,15 @@ Failure modes of the watchdogs themselves (only the host's own user can signal t
 * the **host forks** (``os.fork``): in the child the parent's legs are forgotten (the child's exit
   never kills them) and its copies of their lifelines, of the spares and of the control socket are
   closed, so the parent's death still ends them while the child lives on; the child's first leg
-  starts its own shared watchdog.
+  starts its own shared watchdog;
+* a watchdog **stopped** (SIGSTOP, which a target of our user can send and nothing can ignore) would
+  answer no launch and no kill, keep its leg's tree (a zombie target) until the host ends, and cost
+  the leg waiting on it the whole start timeout. The host resumes it with SIGCONT: each leg watchdog
+  reports its own pid with the target's, and ``kill()`` resumes that one first when it is stopped;
+  a launch answer or a spare that has not come within ``_NUDGE_S`` (1 s) resumes the shared watchdog
+  and every stopped leg watchdog of it, idle or spare, then waits on. Only a process in the stopped
+  state whose parent is the expected one is resumed, so a reused pid never is; the usual path reads
+  nothing of ``/proc`` (tests/adapters/test_watchdog.py).
 """
 
 from __future__ import annotations
@@ -97,7 +105,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -118,6 +126,8 @@ LIFELINE_SCRIPT = str(Path(__file__).with_name("lifeline.py"))
 _START_TIMEOUT_S = 30.0
 _KILL_INTERVAL_S = 0.005
 _KILL_TRIES = 100
+#: A watchdog silent this long is checked for a stop by a target (``_resume_stopped``), then waited on.
+_NUDGE_S = 1.0
 #: At most this many leg watchdogs wait idle for another leg (more than the flows' widest fan-out).
 _IDLE_CAP = 64
 
@@ -259,6 +269,8 @@ class _SharedWatchdog:
 
     def _collect(self, *, wait: bool) -> None:
         """Receive the spares sent so far (with ``wait``: at least one, within the start timeout)."""
+        if wait and not select.select([self.control], [], [], _NUDGE_S)[0]:
+            _resume_stopped(self.process.pid)  # a target may have stopped it: it would never fork the spare
         self.control.settimeout(_START_TIMEOUT_S if wait else 0.0)
         try:
             while self.coming:
@@ -295,6 +307,35 @@ class _SharedWatchdog:
         self.spares.clear()
         self.idle.clear()
         self.control.close()
+
+
+def _resume(pid: int | None, parent: int) -> None:
+    """Send SIGCONT to a watchdog that a target stopped (it runs as our user, so it can): a stopped
+    watchdog would answer no launch and no kill, hold its leg's tree until the host ends, and cost the
+    leg that waits on it the whole start timeout. Only a process stopped by a signal whose parent is
+    ``parent`` is sent it, so a reused process id never is; without ``/proc`` nothing is sent."""
+    if pid is None:
+        return
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state, ppid = handle.read().rsplit(b")", 1)[1].split()[:2]
+    except (OSError, IndexError, ValueError):
+        return
+    if state == b"T" and int(ppid) == parent:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def _resume_stopped(shared: int) -> None:
+    """Resume the shared watchdog and every leg watchdog of it (idle, spare or serving) that a target
+    stopped: called only when one is slow to answer, so a leg's usual path reads nothing of ``/proc``."""
+    _resume(shared, os.getpid())
+    try:
+        children = Path(f"/proc/{shared}/task/{shared}/children").read_text().split()
+    except OSError:
+        return
+    for child in children:
+        _resume(int(child), shared)
 
 
 def _quiet(sock: socket.socket) -> bool:
@@ -406,9 +447,11 @@ class LegProcess:
     """One target under its leg watchdog (module docstring)."""
 
     def __init__(self, sock: socket.socket, pid: int, stdin: IO[bytes] | None, stdout: IO[bytes], stderr: IO[bytes],
-                 origin: _SharedWatchdog | None = None) -> None:
+                 origin: _SharedWatchdog | None = None, watchdog: int | None = None) -> None:
         self._sock = sock
         self._origin = origin
+        #: The leg watchdog's process id (as it reported it), to resume it if a target stops it.
+        self._watchdog = watchdog
         self._buffer = b""
         self._exit: int | None = None
         #: The watchdog reported the target's own exit (its tree gone) and was never asked to kill.
@@ -457,7 +500,7 @@ class LegProcess:
             except OSError:
                 answer: dict | None = None  # that leg watchdog is gone (killed while it waited)
             else:
-                answer = cls._first_answer(host_end)
+                answer = cls._first_answer(host_end, lambda: _resume_stopped(origin.process.pid))
         except BaseException:
             host_end.close()
             _close_fds(ours + theirs)
@@ -472,19 +515,23 @@ class LegProcess:
             raise OSError(code if isinstance(code, int) else 0, error.get("strerror") or "the watchdog did not start the target",
                           error.get("filename"))
         host_end.settimeout(None)
+        watchdog = answer.get("watchdog")
         leg = cls(host_end, int(answer["pid"]), open(ours[2], "wb") if stdin else None, open(ours[0], "rb"), open(ours[1], "rb"),
-                  origin)
+                  origin, watchdog if isinstance(watchdog, int) else None)
         with _LIVE_LOCK:
             _LIVE[leg.pid] = leg
         return leg
 
     @staticmethod
-    def _first_answer(sock: socket.socket) -> dict | None:
+    def _first_answer(sock: socket.socket, slow: Callable[[], None] | None = None) -> dict | None:
         """The watchdog's first message. Nothing after it is taken off the socket: a quick target's exit
         report stays there, so the lifeline is readable for it (the leg watchdog, which may serve
-        another leg afterwards, does not close the socket to say so)."""
+        another leg afterwards, does not close the socket to say so). ``slow`` is called once if
+        nothing came within ``_NUDGE_S`` (a target may have stopped the watchdog)."""
         data = b""
         try:
+            if slow is not None and not select.select([sock], [], [], _NUDGE_S)[0]:
+                slow()
             while True:
                 peeked = sock.recv(65536, socket.MSG_PEEK)
                 if not peeked:
@@ -561,6 +608,8 @@ class LegProcess:
         self._reusable = False
         with contextlib.suppress(OSError):
             self._sock.send(b"kill\n", socket.MSG_DONTWAIT)
+        if self._origin is not None:
+            _resume(self._watchdog, self._origin.process.pid)  # a stopped watchdog would read it only at the host's end
 
     def close(self) -> int:
         """End the leg: kill the tree unless it already ended (waiting for the watchdog's word), close

@@ -386,3 +386,85 @@ def test_reading_the_launch_answer_leaves_a_quick_exit_report_on_the_lifeline() 
         assert LegProcess._first_answer(host_end) == {"pid": 4321, "subreaper": True}
         assert select.select([host_end], [], [], 0)[0] == [host_end]
         assert host_end.recv(100) == b'{"exit": 0}\n'
+
+
+# Targets run as our user, so they can stop our watchdogs (SIGSTOP cannot be ignored). A stopped watchdog
+# would answer no launch and no kill: the host resumes it (``process_group._resume``), once when one is
+# slow to answer and always before asking a leg watchdog to kill.
+_STOP_OWN_WATCHDOG = "import os, signal, time; os.kill(os.getppid(), signal.SIGSTOP); time.sleep(60)"
+_STOP_SIBLINGS = (
+    "import os, signal\n"
+    "me = os.getppid()\n"
+    "shared = int(open(f'/proc/{me}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "for pid in open(f'/proc/{shared}/task/{shared}/children').read().split():\n"
+    "    if int(pid) != me:\n"
+    "        os.kill(int(pid), signal.SIGSTOP)\n"
+    "        print(pid)\n"
+)
+_STOP_SHARED = (
+    "import os, signal\n"
+    "shared = int(open(f'/proc/{os.getppid()}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "os.kill(shared, signal.SIGSTOP)\n"
+    "print(shared)\n"
+)
+
+
+def _held() -> LegProcess:
+    """A leg whose target runs until its stdin closes."""
+    return LegProcess.launch(["/bin/sh", "-c", "read _ ; echo held"], "/", {"PATH": "/usr/bin:/bin"}, stdin=True)
+
+
+def _release_all(legs: list[LegProcess]) -> list[bytes]:
+    """Close each held leg's stdin, let its target exit on its own, and end the leg: their outputs."""
+    outs = []
+    for leg in legs:
+        assert leg.stdin is not None
+        leg.stdin.close()
+        outs.append(leg.stdout.read())
+        while leg.read_exit() is None:
+            select.select([leg.lifeline], [], [], 5)
+        assert leg.close() == 0
+    return outs
+
+
+def test_a_target_that_stops_its_own_leg_watchdog_is_still_killed_with_its_tree(tmp_path: Path) -> None:
+    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG], str(tmp_path), {}, stdin=False)
+    target = leg.pid
+    leg_watchdog = _parent_of(target)
+    try:
+        _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the target's stop of its watchdog")
+    finally:
+        assert leg.close() == -signal.SIGKILL
+    # Resumed before it was asked to kill: nothing of the leg stays behind, stopped or running, for as
+    # long as the host lives (unresumed, the watchdog would stay stopped and its target a zombie).
+    _wait_until(lambda: is_dead(leg_watchdog) and is_dead(target), 10, "the leg watchdog's and the target's end")
+    assert _run(["/bin/echo", "next"]) == (0, b"next\n")
+
+
+def test_idle_and_spare_leg_watchdogs_a_target_stopped_still_serve_the_next_legs(tmp_path: Path) -> None:
+    process_group.shutdown_watchdog()  # a new shared watchdog: its only children are ours
+    first, second = _held(), _held()
+    idle = [_parent_of(first.pid), _parent_of(second.pid)]
+    assert _release_all([first, second]) == [b"held\n", b"held\n"]  # both leg watchdogs wait idle now
+    code, out = _run([sys.executable, "-c", _STOP_SIBLINGS])
+    stopped = [int(pid) for pid in out.split()]
+    assert code == 0 and idle[0] in stopped and len(stopped) >= 2  # an idle one and the spare, at least
+    assert all(process_state(pid) == "T" for pid in stopped)
+    # The stopper ran on the other idle watchdog, which serves first; then the stopped ones are taken.
+    legs = [_held() for _ in range(len(stopped) + 1)]
+    served_by = {_parent_of(leg.pid) for leg in legs}
+    assert set(stopped) <= served_by
+    assert _release_all(legs) == [b"held\n"] * len(legs)
+    assert not any(process_state(pid) == "T" for pid in stopped)
+
+
+def test_a_shared_watchdog_a_target_stopped_still_forks_the_spares_the_next_legs_need(tmp_path: Path) -> None:
+    process_group.shutdown_watchdog()
+    code, out = _run([sys.executable, "-c", _STOP_SHARED])
+    shared = int(out)
+    assert code == 0 and shared == watchdog_pid()
+    _wait_until(lambda: process_state(shared) == "T", 10, "the target's stop of the shared watchdog")
+    # More legs at once than there are idle and spare leg watchdogs: the shared one must fork more.
+    legs = [_held() for _ in range(4)]
+    assert _release_all(legs) == [b"held\n"] * 4
+    assert watchdog_pid() == shared and process_state(shared) != "T"  # resumed, not replaced
