@@ -26,7 +26,8 @@ Order of operations for one probe:
    (not ``HEAD``), 302 to ``GET`` (not ``HEAD``), 301 ``POST`` to ``GET``; a changed method drops the
    body. A hop to another origin drops ``authorization`` and ``cookie``.
 6. The final response body is streamed and counted; more than ``maxResponseBytes`` bytes (decoded,
-   strictly greater) is ``budget-exhausted``, the excess never kept.
+   strictly greater) is ``budget-exhausted``, the excess never kept. Content codings are undone here,
+   a chunk at a time, so a decompression bomb is never inflated past the cap (content_coding.py).
 7. Observation: status, headers (names lower-cased, repeats joined with ``", "``, ``set-cookie``
    dropped), body ``absent`` when empty, ``json`` when the media type is JSON (``application/json``
    or ``*/*+json``) and the text parses, else ``text``. A 4xx/5xx is an observation, never a fault.
@@ -61,6 +62,7 @@ from typing import Any, Protocol
 import httpcore
 import httpx
 
+from evalquality_core.adapters.content_coding import content_codings, decoded
 from evalquality_core.artifacts.port_messages import (
     ApiProbeObservation,
     ApiProbeRequest,
@@ -369,7 +371,9 @@ def _exchange(hop: HttpHop, sockets: _Sockets) -> HopResponse:
                 location = next(value for name, value in headers if name == "location")
                 return HopResponse(response.status_code, headers, None, location, _ms_since(started))
             kept = bytearray()
-            for chunk in response.iter_bytes(_CHUNK):
+            # Decoded here, not by httpx, which inflates a whole network chunk at once: a "gzip, gzip"
+            # answer of 2 KB would be gigabytes before the cap below is checked (content_coding.py).
+            for chunk in decoded(response.iter_raw(_CHUNK), content_codings(headers)):
                 kept += chunk
                 if len(kept) > hop.max_response_bytes:  # exactly maxResponseBytes is allowed
                     raise RuntimeFault(
