@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from flows.settings import FlowSettings, load_settings, user_api_url
 
@@ -131,7 +131,13 @@ class FlowArgumentParser(argparse.ArgumentParser):
     """The flows' argument parser: a usage error is one line, ``<prog>: usage: <message>``, exit 64.
 
     argparse would print its whole usage block and exit 2, which the flows use for "the baseline moved".
+    A flag is never abbreviated: ``--suite notes`` given to a flow that has only ``--suites`` is refused,
+    not read as ``--suites notes``.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Report ``message`` as one line and exit 64."""

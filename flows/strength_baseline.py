@@ -306,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from tasks.home import PROJECT_ROOT
 
-    parser = argparse.ArgumentParser(prog="python -m flows.strength_baseline", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m flows.strength_baseline", description=main.__doc__.splitlines()[0],
+                                     allow_abbrev=False)
     parser.add_argument("--out", metavar="DIR", required=True, help="a contract-strength run's output folder")
     parser.add_argument("--baseline", metavar="FILE", default=str(PROJECT_ROOT / "corpus" / BASELINE_FILE))
     parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from these documents")

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 #: This checkout's suites folder.
 SUITES_ROOT = Path(__file__).resolve().parent.parent / "suites"
 
 
 class ToolArgumentParser(argparse.ArgumentParser):
-    """The corpus tools' argument parser: a usage error is one line, ``<tool>: usage: <message>``, exit 2."""
+    """The corpus tools' argument parser: a usage error is one line, ``<tool>: usage: <message>``, exit 2.
+    A flag is never abbreviated (``--suite`` is not ``--suites``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Report ``message`` as one line (argparse prints the whole usage block first) and exit 2."""

@@ -15,6 +15,8 @@ CASES = [
     pytest.param(["--concurrency", "0"], {}, "--concurrency must be at least 1", id="concurrency-zero"),
     pytest.param(["--concurrency", "many"], {}, "invalid int value", id="concurrency-not-a-number"),
     pytest.param(["--bogus"], {}, "unrecognized arguments: --bogus", id="unknown-flag"),
+    # Never a prefix of another flag: "--suite notes" must not become "--suites notes".
+    pytest.param(["--conc", "4"], {}, "unrecognized arguments: --conc 4", id="abbreviated-flag"),
     pytest.param([], {"EVALQUALITY_CONCURRENCY": "lots"}, "EVALQUALITY_CONCURRENCY='lots'", id="bad-setting"),
 ]
 
