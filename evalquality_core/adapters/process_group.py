@@ -87,7 +87,9 @@ Failure modes of the watchdogs themselves (only the host's own user can signal t
   a launch answer or a spare that has not come within ``_NUDGE_S`` (1 s) resumes the shared watchdog
   and every stopped leg watchdog of it, idle or spare, then waits on. Only a process in the stopped
   state whose parent is the expected one is resumed, so a reused pid never is; the usual path reads
-  nothing of ``/proc`` (tests/adapters/test_watchdog.py).
+  nothing of ``/proc`` (tests/adapters/test_watchdog.py). A target that stops a watchdog again and
+  again, faster than it can run, still holds it until the host ends: like a kill, a signal from our own
+  user is beyond what a watchdog of that user can refuse (README "Trust boundary").
 """
 
 from __future__ import annotations

@@ -391,7 +391,9 @@ def test_reading_the_launch_answer_leaves_a_quick_exit_report_on_the_lifeline() 
 # Targets run as our user, so they can stop our watchdogs (SIGSTOP cannot be ignored). A stopped watchdog
 # would answer no launch and no kill: the host resumes it (``process_group._resume``), once when one is
 # slow to answer and always before asking a leg watchdog to kill.
-_STOP_OWN_WATCHDOG = "import os, signal, time; os.kill(os.getppid(), signal.SIGSTOP); time.sleep(60)"
+# Told when to by its stdin, so the host has surely read the launch answer (a stop before it would be
+# resumed by the host's one-second check, and the test would wait for a stop that is over).
+_STOP_OWN_WATCHDOG = "import os, signal, sys, time; sys.stdin.readline(); os.kill(os.getppid(), signal.SIGSTOP); time.sleep(60)"
 _STOP_SIBLINGS = (
     "import os, signal\n"
     "me = os.getppid()\n"
@@ -428,10 +430,13 @@ def _release_all(legs: list[LegProcess]) -> list[bytes]:
 
 
 def test_a_target_that_stops_its_own_leg_watchdog_is_still_killed_with_its_tree(tmp_path: Path) -> None:
-    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG], str(tmp_path), {}, stdin=False)
+    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG], str(tmp_path), {}, stdin=True)
     target = leg.pid
     leg_watchdog = _parent_of(target)
     try:
+        assert leg.stdin is not None
+        leg.stdin.write(b"now\n")
+        leg.stdin.flush()
         _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the target's stop of its watchdog")
     finally:
         assert leg.close() == -signal.SIGKILL
@@ -446,10 +451,17 @@ def test_idle_and_spare_leg_watchdogs_a_target_stopped_still_serve_the_next_legs
     first, second = _held(), _held()
     idle = [_parent_of(first.pid), _parent_of(second.pid)]
     assert _release_all([first, second]) == [b"held\n", b"held\n"]  # both leg watchdogs wait idle now
+    shared = watchdog_pid()
+    assert shared is not None
+    _wait_until(lambda: len(_children_of(shared)) >= 3, 10, "the two idle leg watchdogs and the spare")
     code, out = _run([sys.executable, "-c", _STOP_SIBLINGS])
     stopped = [int(pid) for pid in out.split()]
     assert code == 0 and idle[0] in stopped and len(stopped) >= 2  # an idle one and the spare, at least
-    assert all(process_state(pid) == "T" for pid in stopped)
+    # On a loaded host the stopper's own launch may have been slow enough (over a second) for the host to
+    # resume them already; stopped again here, as the target could have done at any later moment.
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    _wait_until(lambda: all(process_state(pid) == "T" for pid in stopped), 10, "the stops")
     # The stopper ran on the other idle watchdog, which serves first; then the stopped ones are taken.
     legs = [_held() for _ in range(len(stopped) + 1)]
     served_by = {_parent_of(leg.pid) for leg in legs}
