@@ -20,7 +20,8 @@ The **shared watchdog** (``main``):
 4. on end-of-file of the control socket (the host died, even by SIGKILL, or shut it down) forks no
    more spares (a waiting spare reads end-of-file too, and exits), waits until every leg watchdog
    has finished (each sees its own lifeline close and kills its tree), still killing strays, then
-   exits.
+   exits. A leg watchdog that is stopped then (a target can SIGSTOP it, again each time it runs) would
+   never see its lifeline close: it is SIGKILLed, once a second, and its tree killed as strays.
 
 A **leg watchdog** (``_spare`` then ``_leg``), a forked child of the shared watchdog, one per leg at a
 time:
@@ -198,8 +199,24 @@ def main() -> int:
                 if not accepting:
                     poller.unregister(control.fileno())
                     control.close()
+        if not accepting:
+            _kill_stopped(legs)
         _reap_and_clear_strays(legs)
     return 0
+
+
+def _kill_stopped(legs: set[int]) -> None:
+    """With the host gone, SIGKILL every leg watchdog that is stopped (a target of our user can stop it,
+    and again each time it runs): stopped, it never reads its lifeline's end-of-file. Its tree is then
+    orphaned to this process, a subreaper, which kills it as strays."""
+    for pid in list(legs):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stopped = handle.read().rsplit(b")", 1)[1].split()[0] == b"T"
+        except (OSError, IndexError):
+            continue
+        if stopped:
+            _kill([pid])
 
 
 def _offer_spare(control: socket.socket, shared: list[int], legs: set[int]) -> bool:

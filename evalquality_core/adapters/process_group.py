@@ -87,9 +87,12 @@ Failure modes of the watchdogs themselves (only the host's own user can signal t
   a launch answer or a spare that has not come within ``_NUDGE_S`` (1 s) resumes the shared watchdog
   and every stopped leg watchdog of it, idle or spare, then waits on. Only a process in the stopped
   state whose parent is the expected one is resumed, so a reused pid never is; the usual path reads
-  nothing of ``/proc`` (tests/adapters/test_watchdog.py). A target that stops a watchdog again and
-  again, faster than it can run, still holds it until the host ends: like a kill, a signal from our own
-  user is beyond what a watchdog of that user can refuse (README "Trust boundary").
+  nothing of ``/proc`` (tests/adapters/test_watchdog.py). A leg watchdog asked to kill that stays
+  stopped (its tree stopping it again each time it runs) has that tree SIGKILLed by the host, then is
+  resumed to reap and report; with the host gone, the shared watchdog SIGKILLs a stopped leg watchdog
+  and kills its orphaned tree (lifeline.py). A process of another leg that keeps stopping the shared or
+  an idle watchdog, faster than it can run, still holds it until that leg ends: like a kill, a signal
+  from our own user is beyond what a watchdog of that user can refuse (README "Trust boundary").
 """
 
 from __future__ import annotations
@@ -311,19 +314,44 @@ class _SharedWatchdog:
         self.control.close()
 
 
+def _stat(pid: int) -> tuple[str, int] | tuple[()]:
+    """A process's state letter and parent pid from ``/proc``, or ``()`` when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            state, ppid = handle.read().rsplit(b")", 1)[1].split()[:2]
+        return state.decode(), int(ppid)
+    except (OSError, IndexError, ValueError):
+        return ()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every descendant of a process (children of each of its threads, recursively), from ``/proc``."""
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = Path(f"/proc/{parent}/task/{task}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    found.append(child)
+                    pending.append(child)
+    return found
+
+
 def _resume(pid: int | None, parent: int) -> None:
     """Send SIGCONT to a watchdog that a target stopped (it runs as our user, so it can): a stopped
     watchdog would answer no launch and no kill, hold its leg's tree until the host ends, and cost the
     leg that waits on it the whole start timeout. Only a process stopped by a signal whose parent is
     ``parent`` is sent it, so a reused process id never is; without ``/proc`` nothing is sent."""
-    if pid is None:
-        return
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            state, ppid = handle.read().rsplit(b")", 1)[1].split()[:2]
-    except (OSError, IndexError, ValueError):
-        return
-    if state == b"T" and int(ppid) == parent:
+    if pid is not None and _stat(pid) == ("T", parent):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGCONT)
 
@@ -613,6 +641,19 @@ class LegProcess:
         if self._origin is not None:
             _resume(self._watchdog, self._origin.process.pid)  # a stopped watchdog would read it only at the host's end
 
+    def _unstop_watchdog(self) -> None:
+        """The leg watchdog asked to kill is silent and stopped: its tree may be stopping it again each
+        time it is resumed. SIGKILL that whole tree from here (what the watchdog was asked to do), then
+        resume the watchdog to reap it and report."""
+        if self._origin is None or self._watchdog is None:
+            return
+        if _stat(self._watchdog)[:2] != ("T", self._origin.process.pid):
+            return
+        for pid in _descendants(self._watchdog):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _resume(self._watchdog, self._origin.process.pid)
+
     def close(self) -> int:
         """End the leg: kill the tree unless it already ended (waiting for the watchdog's word), close
         every pipe and the lifeline."""
@@ -621,10 +662,15 @@ class LegProcess:
         self._closed = True
         if self._exit is None:
             self.kill()
-            self._sock.settimeout(_START_TIMEOUT_S)
+            deadline = time.monotonic() + _START_TIMEOUT_S
             try:
-                while self._exit is None:
-                    chunk = self._sock.recv(65536)
+                while self._exit is None and (left := deadline - time.monotonic()) > 0:
+                    self._sock.settimeout(min(_NUDGE_S, left))
+                    try:
+                        chunk = self._sock.recv(65536)
+                    except TimeoutError:
+                        self._unstop_watchdog()
+                        continue
                     if not chunk:
                         break
                     self._buffer += chunk

@@ -446,6 +446,77 @@ def test_a_target_that_stops_its_own_leg_watchdog_is_still_killed_with_its_tree(
     assert _run(["/bin/echo", "next"]) == (0, b"next\n")
 
 
+_STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN = (
+    "import os, signal, sys, time\n"
+    "sys.stdin.readline()\n"
+    "watchdog = os.getppid()\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()  # out of the target's group: only the watchdog's subtree reaches it\n"
+    "    while True:\n"
+    "        os.kill(watchdog, signal.SIGSTOP)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_a_tree_that_stops_its_leg_watchdog_again_and_again_is_still_killed(tmp_path: Path) -> None:
+    """Resuming is not enough when a setsid grandchild stops the watchdog again at once: the host kills
+    the watchdog's tree itself, then resumes it to reap and report."""
+    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN], str(tmp_path), {}, stdin=True)
+    target = leg.pid
+    leg_watchdog = _parent_of(target)
+    try:
+        assert leg.stdin is not None
+        leg.stdin.write(b"now\n")
+        leg.stdin.flush()
+        _wait_until(lambda: _children_of(target) != [], 10, "the stopping grandchild")
+        (stopper,) = _children_of(target)
+        _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the grandchild's stop of the watchdog")
+    finally:
+        assert leg.close() == -signal.SIGKILL
+    _wait_until(lambda: is_dead(leg_watchdog) and is_dead(target) and is_dead(stopper), 10, "the whole leg's end")
+    assert _run(["/bin/echo", "next"]) == (0, b"next\n")
+
+
+_STOPPED_LEG_HOST = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.path.insert(0, {root!r})
+    from evalquality_core.adapters.process_group import LegProcess
+    def stat(pid):
+        return open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()
+    leg = LegProcess.launch([sys.executable, "-c", {target!r}], {work!r}, {{}}, stdin=True)
+    watchdog = int(stat(leg.pid)[1])
+    leg.stdin.write(b"now\\n")
+    leg.stdin.flush()
+    while True:
+        children = open(f"/proc/{{leg.pid}}/task/{{leg.pid}}/children").read().split()
+        if children and stat(watchdog)[0] == "T":
+            break
+        time.sleep(0.02)
+    open({ready!r}, "w").write(" ".join(map(str, [watchdog, leg.pid, *children])))
+    time.sleep(600)
+    """
+)
+
+
+def test_a_host_killed_while_its_leg_watchdog_is_held_stopped_still_takes_the_leg_with_it(tmp_path: Path) -> None:
+    """The last line: with the host gone, the shared watchdog SIGKILLs a stopped leg watchdog (which would
+    never read its lifeline's end-of-file) and kills its orphaned tree, the stopping grandchild included."""
+    ready = tmp_path / "ready"
+    script = _STOPPED_LEG_HOST.format(root=str(PROJECT_ROOT), target=_STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN, work=str(tmp_path),
+                                      ready=str(ready))
+    host = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    try:
+        _wait_until(lambda: ready.exists() and ready.read_text() != "" or host.poll() is not None, 60, "the held leg")
+        assert host.poll() is None
+        pids = [int(pid) for pid in ready.read_text().split()]
+        assert len(pids) == 3 and process_state(pids[0]) == "T"  # the leg watchdog, the target, the stopper
+    finally:
+        host.kill()  # SIGKILL: the host's close() never runs
+        host.wait()
+    _wait_until(lambda: all(is_dead(pid) for pid in pids), 10, "the stopped leg watchdog's and its tree's end")
+
+
 def test_idle_and_spare_leg_watchdogs_a_target_stopped_still_serve_the_next_legs(tmp_path: Path) -> None:
     process_group.shutdown_watchdog()  # a new shared watchdog: its only children are ours
     first, second = _held(), _held()
