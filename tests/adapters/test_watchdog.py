@@ -429,14 +429,19 @@ def _release_all(legs: list[LegProcess]) -> list[bytes]:
     return outs
 
 
+def _told_to_stop(code: str, tmp_path: Path) -> tuple[LegProcess, int, int]:
+    """A leg whose target runs ``code``, told to go once the host has the launch answer: the leg, its
+    target's pid and its leg watchdog's."""
+    leg = LegProcess.launch([sys.executable, "-c", code], str(tmp_path), {}, stdin=True)
+    assert leg.stdin is not None
+    leg.stdin.write(b"now\n")
+    leg.stdin.flush()
+    return leg, leg.pid, _parent_of(leg.pid)
+
+
 def test_a_target_that_stops_its_own_leg_watchdog_is_still_killed_with_its_tree(tmp_path: Path) -> None:
-    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG], str(tmp_path), {}, stdin=True)
-    target = leg.pid
-    leg_watchdog = _parent_of(target)
+    leg, target, leg_watchdog = _told_to_stop(_STOP_OWN_WATCHDOG, tmp_path)
     try:
-        assert leg.stdin is not None
-        leg.stdin.write(b"now\n")
-        leg.stdin.flush()
         _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the target's stop of its watchdog")
     finally:
         assert leg.close() == -signal.SIGKILL
@@ -461,13 +466,8 @@ _STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN = (
 def test_a_tree_that_stops_its_leg_watchdog_again_and_again_is_still_killed(tmp_path: Path) -> None:
     """Resuming is not enough when a setsid grandchild stops the watchdog again at once: the host kills
     the watchdog's tree itself, then resumes it to reap and report."""
-    leg = LegProcess.launch([sys.executable, "-c", _STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN], str(tmp_path), {}, stdin=True)
-    target = leg.pid
-    leg_watchdog = _parent_of(target)
+    leg, target, leg_watchdog = _told_to_stop(_STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN, tmp_path)
     try:
-        assert leg.stdin is not None
-        leg.stdin.write(b"now\n")
-        leg.stdin.flush()
         _wait_until(lambda: _children_of(target) != [], 10, "the stopping grandchild")
         (stopper,) = _children_of(target)
         _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the grandchild's stop of the watchdog")
