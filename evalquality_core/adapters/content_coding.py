@@ -16,7 +16,7 @@ back to raw on an error there, which can depend on how the body was split). ``id
 other coding pass through as they came, as in httpx: ``x-gzip``, and ``br`` and ``zstd`` (httpx decodes
 those only with optional packages this project does not install). Data after the
 end of a compressed stream is ignored, as httpx does. A corrupt stream raises ``httpx.DecodingError``,
-the error httpx raised for it.
+the error httpx raised for it; so do more than ``MAX_CODINGS`` (5) stacked codings, which httpx took.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ import httpx
 
 #: The most a stage inflates per step.
 CHUNK = 65536
+#: The most codings a response may stack (urllib3's limit too): each holds a decoder of its own, and
+#: no real service stacks more than two.
+MAX_CODINGS = 5
 
 _GZIP = zlib.MAX_WBITS | 16
 _DEFLATE = zlib.MAX_WBITS
@@ -48,7 +51,9 @@ def content_codings(headers: Iterable[tuple[str, str]]) -> list[str]:
 
 def decoded(raw: Iterable[bytes], codings: list[str]) -> Iterator[bytes]:
     """The body with ``codings`` undone, in pieces of at most ``CHUNK`` bytes, decoded only as far as
-    it is read."""
+    it is read. More than ``MAX_CODINGS`` codings is ``httpx.DecodingError`` before anything is read."""
+    if len(codings) > MAX_CODINGS:
+        raise httpx.DecodingError(f"too many content codings in the response ({len(codings)} > {MAX_CODINGS})")
     stream: Iterable[bytes] = raw
     for coding in reversed(codings):  # the coding applied last is undone first
         stream = _inflate(stream, _CODINGS[coding])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -72,6 +73,22 @@ def test_codings_come_from_every_header_and_unknown_ones_pass_through() -> None:
     # Not decoded, as httpx does not: br and zstd without their optional packages, and x-gzip.
     for coding in ("br", "zstd", "x-gzip"):
         assert b"".join(decoded([b"\x00raw"], content_codings([("content-encoding", coding)]))) == b"\x00raw"
+
+
+def test_more_than_five_stacked_codings_are_refused_before_anything_is_decoded() -> None:
+    body = b"five"
+    for _ in range(5):
+        body = gzip.compress(body)
+    assert b"".join(decoded([body], ["gzip"] * 5)) == b"five"
+    read: list[bytes] = []
+
+    def raw() -> Iterator[bytes]:
+        read.append(body)
+        yield body
+
+    with pytest.raises(httpx.DecodingError, match=r"too many content codings in the response \(6 > 5\)"):
+        decoded(raw(), ["gzip"] * 5 + ["deflate"])
+    assert read == []
 
 
 def test_a_corrupt_stream_is_httpxs_decoding_error() -> None:
