@@ -647,7 +647,7 @@ class LegProcess:
         resume the watchdog to reap it and report."""
         if self._origin is None or self._watchdog is None:
             return
-        if _stat(self._watchdog)[:2] != ("T", self._origin.process.pid):
+        if _stat(self._watchdog) != ("T", self._origin.process.pid):
             return
         for pid in _descendants(self._watchdog):
             with contextlib.suppress(OSError):
