@@ -4,6 +4,7 @@ SIGKILL still ends every leg), legs spawned from many threads at once, and a hos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -429,6 +430,15 @@ def _release_all(legs: list[LegProcess]) -> list[bytes]:
     return outs
 
 
+def _signal_leftovers(pids: list[int], signum: int) -> None:
+    """After a stop test, pass or fail: send ``signum`` to whichever of ``pids`` still lives, so a failed
+    test leaves no stopped watchdog and no looping stopper behind (the assertions come before this)."""
+    for pid in pids:
+        if not is_dead(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+
+
 def _told_to_stop(code: str, tmp_path: Path) -> tuple[LegProcess, int, int]:
     """A leg whose target runs ``code``, told to go once the host has the launch answer: the leg, its
     target's pid and its leg watchdog's."""
@@ -442,12 +452,15 @@ def _told_to_stop(code: str, tmp_path: Path) -> tuple[LegProcess, int, int]:
 def test_a_target_that_stops_its_own_leg_watchdog_is_still_killed_with_its_tree(tmp_path: Path) -> None:
     leg, target, leg_watchdog = _told_to_stop(_STOP_OWN_WATCHDOG, tmp_path)
     try:
-        _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the target's stop of its watchdog")
+        try:
+            _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the target's stop of its watchdog")
+        finally:
+            assert leg.close() == -signal.SIGKILL
+        # Resumed before it was asked to kill: nothing of the leg stays behind, stopped or running, for as
+        # long as the host lives (unresumed, the watchdog would stay stopped and its target a zombie).
+        _wait_until(lambda: is_dead(leg_watchdog) and is_dead(target), 10, "the leg watchdog's and the target's end")
     finally:
-        assert leg.close() == -signal.SIGKILL
-    # Resumed before it was asked to kill: nothing of the leg stays behind, stopped or running, for as
-    # long as the host lives (unresumed, the watchdog would stay stopped and its target a zombie).
-    _wait_until(lambda: is_dead(leg_watchdog) and is_dead(target), 10, "the leg watchdog's and the target's end")
+        _signal_leftovers([target, leg_watchdog], signal.SIGKILL)
     assert _run(["/bin/echo", "next"]) == (0, b"next\n")
 
 
@@ -467,13 +480,18 @@ def test_a_tree_that_stops_its_leg_watchdog_again_and_again_is_still_killed(tmp_
     """Resuming is not enough when a setsid grandchild stops the watchdog again at once: the host kills
     the watchdog's tree itself, then resumes it to reap and report."""
     leg, target, leg_watchdog = _told_to_stop(_STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN, tmp_path)
+    tree = [target, leg_watchdog]
     try:
-        _wait_until(lambda: _children_of(target) != [], 10, "the stopping grandchild")
-        (stopper,) = _children_of(target)
-        _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the grandchild's stop of the watchdog")
+        try:
+            _wait_until(lambda: _children_of(target) != [], 10, "the stopping grandchild")
+            tree += _children_of(target)
+            _wait_until(lambda: process_state(leg_watchdog) == "T", 10, "the grandchild's stop of the watchdog")
+        finally:
+            assert leg.close() == -signal.SIGKILL
+        assert len(tree) == 3
+        _wait_until(lambda: all(is_dead(pid) for pid in tree), 10, "the whole leg's end")
     finally:
-        assert leg.close() == -signal.SIGKILL
-    _wait_until(lambda: is_dead(leg_watchdog) and is_dead(target) and is_dead(stopper), 10, "the whole leg's end")
+        _signal_leftovers(tree[::-1], signal.SIGKILL)  # the looping stopper first
     assert _run(["/bin/echo", "next"]) == (0, b"next\n")
 
 
@@ -506,15 +524,19 @@ def test_a_host_killed_while_its_leg_watchdog_is_held_stopped_still_takes_the_le
     script = _STOPPED_LEG_HOST.format(root=str(PROJECT_ROOT), target=_STOP_OWN_WATCHDOG_AGAIN_AND_AGAIN, work=str(tmp_path),
                                       ready=str(ready))
     host = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    pids: list[int] = []
     try:
-        _wait_until(lambda: ready.exists() and ready.read_text() != "" or host.poll() is not None, 60, "the held leg")
-        assert host.poll() is None
-        pids = [int(pid) for pid in ready.read_text().split()]
-        assert len(pids) == 3 and process_state(pids[0]) == "T"  # the leg watchdog, the target, the stopper
+        try:
+            _wait_until(lambda: ready.exists() and ready.read_text() != "" or host.poll() is not None, 60, "the held leg")
+            assert host.poll() is None
+            pids = [int(pid) for pid in ready.read_text().split()]
+            assert len(pids) == 3 and process_state(pids[0]) == "T"  # the leg watchdog, the target, the stopper
+        finally:
+            host.kill()  # SIGKILL: the host's close() never runs
+            host.wait()
+        _wait_until(lambda: all(is_dead(pid) for pid in pids), 10, "the stopped leg watchdog's and its tree's end")
     finally:
-        host.kill()  # SIGKILL: the host's close() never runs
-        host.wait()
-    _wait_until(lambda: all(is_dead(pid) for pid in pids), 10, "the stopped leg watchdog's and its tree's end")
+        _signal_leftovers(pids[::-1], signal.SIGKILL)
 
 
 def test_idle_and_spare_leg_watchdogs_a_target_stopped_still_serve_the_next_legs(tmp_path: Path) -> None:
@@ -527,18 +549,21 @@ def test_idle_and_spare_leg_watchdogs_a_target_stopped_still_serve_the_next_legs
     _wait_until(lambda: len(_children_of(shared)) >= 3, 10, "the two idle leg watchdogs and the spare")
     code, out = _run([sys.executable, "-c", _STOP_SIBLINGS])
     stopped = [int(pid) for pid in out.split()]
-    assert code == 0 and idle[0] in stopped and len(stopped) >= 2  # an idle one and the spare, at least
-    # On a loaded host the stopper's own launch may have been slow enough (over a second) for the host to
-    # resume them already; stopped again here, as the target could have done at any later moment.
-    for pid in stopped:
-        os.kill(pid, signal.SIGSTOP)
-    _wait_until(lambda: all(process_state(pid) == "T" for pid in stopped), 10, "the stops")
-    # The stopper ran on the other idle watchdog, which serves first; then the stopped ones are taken.
-    legs = [_held() for _ in range(len(stopped) + 1)]
-    served_by = {_parent_of(leg.pid) for leg in legs}
-    assert set(stopped) <= served_by
-    assert _release_all(legs) == [b"held\n"] * len(legs)
-    assert not any(process_state(pid) == "T" for pid in stopped)
+    try:
+        assert code == 0 and idle[0] in stopped and len(stopped) >= 2  # an idle one and the spare, at least
+        # On a loaded host the stopper's own launch may have been slow enough (over a second) for the host
+        # to resume them already; stopped again here, as the target could have done at any later moment.
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        _wait_until(lambda: all(process_state(pid) == "T" for pid in stopped), 10, "the stops")
+        # The stopper ran on the other idle watchdog, which serves first; then the stopped ones are taken.
+        legs = [_held() for _ in range(len(stopped) + 1)]
+        served_by = {_parent_of(leg.pid) for leg in legs}
+        assert set(stopped) <= served_by
+        assert _release_all(legs) == [b"held\n"] * len(legs)
+        assert not any(process_state(pid) == "T" for pid in stopped)
+    finally:
+        _signal_leftovers(stopped, signal.SIGCONT)
 
 
 def test_a_shared_watchdog_a_target_stopped_still_forks_the_spares_the_next_legs_need(tmp_path: Path) -> None:
@@ -546,8 +571,11 @@ def test_a_shared_watchdog_a_target_stopped_still_forks_the_spares_the_next_legs
     code, out = _run([sys.executable, "-c", _STOP_SHARED])
     shared = int(out)
     assert code == 0 and shared == watchdog_pid()
-    _wait_until(lambda: process_state(shared) == "T", 10, "the target's stop of the shared watchdog")
-    # More legs at once than there are idle and spare leg watchdogs: the shared one must fork more.
-    legs = [_held() for _ in range(4)]
-    assert _release_all(legs) == [b"held\n"] * 4
-    assert watchdog_pid() == shared and process_state(shared) != "T"  # resumed, not replaced
+    try:
+        _wait_until(lambda: process_state(shared) == "T", 10, "the target's stop of the shared watchdog")
+        # More legs at once than there are idle and spare leg watchdogs: the shared one must fork more.
+        legs = [_held() for _ in range(4)]
+        assert _release_all(legs) == [b"held\n"] * 4
+        assert watchdog_pid() == shared and process_state(shared) != "T"  # resumed, not replaced
+    finally:
+        _signal_leftovers([shared], signal.SIGCONT)

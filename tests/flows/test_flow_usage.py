@@ -15,7 +15,9 @@ CASES = [
     pytest.param(["--concurrency", "0"], {}, "--concurrency must be at least 1", id="concurrency-zero"),
     pytest.param(["--concurrency", "many"], {}, "invalid int value", id="concurrency-not-a-number"),
     pytest.param(["--bogus"], {}, "unrecognized arguments: --bogus", id="unknown-flag"),
-    # Never a prefix of another flag: "--suite notes" must not become "--suites notes".
+    # Never a prefix of another flag: "--suite notes" must not become "--suites notes" (which would then
+    # say that folder does not exist), nor "--conc 4" a run at concurrency 4.
+    pytest.param(["--suite", "notes"], {}, "unrecognized arguments: --suite notes", id="suite-is-not-suites"),
     pytest.param(["--conc", "4"], {}, "unrecognized arguments: --conc 4", id="abbreviated-flag"),
     pytest.param([], {"EVALQUALITY_CONCURRENCY": "lots"}, "EVALQUALITY_CONCURRENCY='lots'", id="bad-setting"),
 ]
