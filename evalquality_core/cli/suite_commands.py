@@ -3,7 +3,10 @@
 Exit codes of the ``suite`` commands (harness.md A.10 for the generator's): ``0`` done (or, for
 ``check`` and ``generate --check``, everything holds); ``1`` ``generate --check`` found a stale or
 missing file; ``2`` a check failed, or the suite could not be read, staged or run (one line on stderr,
-``eval-quality: suite <command>: <what and where>``); ``64`` usage.
+``eval-quality: suite <command>: <what and where>``); ``3`` invalid: ``trials`` stored a pre-flight
+verdict that did not pass (one line per such probe, naming its verdict file and the failed checks), or
+``generate`` found no probe the qualification gate admits (one line naming the suite and counting the
+refusal codes; the files are still written, refused probes recorded refused); ``64`` usage.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from typing import Any, TypeVar
 
 import click
 
+from evalquality_core.cli.exit_codes import Outcome, exit_code_of
 from evalquality_core.cli.main import cli, say
+from evalquality_core.registries import EXIT_INVALID
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
 #: ``suite`` exit codes (module docstring).
 EXIT_SUITE_OK, EXIT_SUITE_STALE, EXIT_SUITE_FAILED = 0, 1, 2
+#: ``generate`` on a suite whose every probe qualification refuses: each would score Invalid (``EXIT_INVALID``).
+EXIT_SUITE_UNQUALIFIED = EXIT_INVALID
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +63,8 @@ def _guarded(command: str) -> Callable[[F], F]:
     help=(
         "Author a suite in any folder: a system under test, its fixtures, registry, contract, probes and "
         "mutations.\n\nExit codes: 0 done (check: every step holds); 1 generate --check found a stale file; "
-        "2 a check failed or the suite could not be read or run; 64 usage."
+        "2 a check failed or the suite could not be read or run; 3 trials stored a failed pre-flight, or "
+        "generate found no probe that qualifies; 64 usage."
     ),
 )
 def suite_group() -> None:
@@ -97,7 +105,13 @@ def suite_check(directory: Path) -> None:
 @_guarded("generate")
 def suite_generate(directory: Path, check_only: bool, jobs: int) -> None:
     """``suite generate DIR [--check]``."""
-    from evalquality_core.suite.generate import Output, generate_suite, stale_files, write_files
+    from evalquality_core.suite.generate import (
+        Output,
+        generate_suite,
+        stale_files,
+        unqualified_suites,
+        write_files,
+    )
 
     out = Output()
     generate_suite(directory, out, jobs)
@@ -109,11 +123,18 @@ def suite_generate(directory: Path, check_only: bool, jobs: int) -> None:
             say(f"suite generate: {len(stale)} file(s) stale or missing; run eval-quality suite generate {directory}")
             raise click.exceptions.Exit(EXIT_SUITE_STALE)
         click.echo(f"{len(out.files)} file(s) up to date")
-        return
-    for path in write_files(out):
-        click.echo(f"wrote {path}")
-    for note in out.notes:
-        click.echo(note)
+    else:
+        for path in write_files(out):
+            click.echo(f"wrote {path}")
+        for note in out.notes:
+            click.echo(note)
+    # Written (refused probes are recorded refused), yet a suite no probe qualifies in measures nothing:
+    # every probe of it would score Invalid, so it exits as an Invalid score does (3).
+    unqualified = unqualified_suites(out)
+    for line in unqualified:
+        say(f"suite generate: {line}")
+    if unqualified:
+        raise click.exceptions.Exit(EXIT_SUITE_UNQUALIFIED)
 
 
 @suite_group.command("trials", help="Store each probe's pre-flight verdict and sealed trials under DIR/trials/.")
@@ -124,15 +145,23 @@ def suite_generate(directory: Path, check_only: bool, jobs: int) -> None:
 @_guarded("trials")
 def suite_trials(directory: Path, count: int | None, probe_ids: tuple[str, ...], jobs: int) -> None:
     """``suite trials DIR``: the reference evaluator's stored replays."""
-    from evalquality_core.suite.evaluator import DEFAULT_TRIALS, regenerate
+    from evalquality_core.suite.evaluator import DEFAULT_TRIALS, regenerate, stored_preflight_failures
     from evalquality_core.suite.load import load_suite
 
     known = load_suite(directory).probes
     unknown = [probe_id for probe_id in probe_ids if probe_id not in known]
     if unknown:
         raise click.UsageError(f"--probe {unknown[0]}: no such probe in {directory} (it has {', '.join(sorted(known))})")
-    for path in regenerate(directory, count or DEFAULT_TRIALS, list(probe_ids) or None, jobs=jobs):
+    written = regenerate(directory, count or DEFAULT_TRIALS, list(probe_ids) or None, jobs=jobs)
+    for path in written:
         click.echo(f"wrote {path}")
+    # A failed pre-flight is stored with its trials (scoring them is then Invalid) and exits as the
+    # preflight command does: 3, one line per probe naming its stored verdict and the failed checks.
+    failures = stored_preflight_failures(written)
+    for line in failures:
+        say(f"suite trials: {line}")
+    if failures:
+        raise click.exceptions.Exit(exit_code_of(Outcome(kind="preflight", passed=False)))
 
 
 @suite_group.command("digest", help="Print DIR's corpus digest (what `score --corpus-digest` takes).")

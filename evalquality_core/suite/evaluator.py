@@ -62,6 +62,7 @@ from evalquality_core.suite.load import (
     load_suite,
     mutation_for_probe,
     problem_line,
+    read_suite_json,
     read_suite_settings,
     suite_relative,
 )
@@ -601,6 +602,15 @@ def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     return to_wire(read_artifact(EvaluatorConfiguration, value, "EvaluatorConfiguration"))
 
 
+def run_id_of(suite: Suite, probe_id: str) -> str:
+    """The run id a probe's stored pre-flight verdict and trials carry: ``<contractId>-<probe id>``, lower case.
+
+    Built from what the suite declares (its contract's id), never from its folder's name, so a suite
+    copied or renamed regenerates the same trials (and the same corpus digest).
+    """
+    return f"{suite.contract['contractId']}-{probe_id}".lower()
+
+
 def _write(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(serialize_artifact(value))
@@ -624,7 +634,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     sealed = seal_trial(
         contract=contract,
         configuration=configuration,
-        run_id=f"{suite.name}-{probe_id.lower()}",
+        run_id=run_id_of(suite, probe_id),
         arm="clean" if mutation is None else "mutated",
         trial_index=trial_index,
         requests=requests,
@@ -664,12 +674,42 @@ def preflight_probe(suite: Suite, probe_id: str, adapter: Adapter | None = None)
     """A real pre-flight of one probe through our adapter, one staged workspace per leg."""
     adapter = adapter or adapter_for(suite)
     probe = suite.probes[probe_id]
-    verdict = run_preflight(suite.contract, [probe], f"{suite.name}-{probe_id.lower()}", StagingPort(suite, probe, adapter))
+    verdict = run_preflight(suite.contract, [probe], run_id_of(suite, probe_id), StagingPort(suite, probe, adapter))
     return as_wire(verdict)
+
+
+def preflight_failure(verdict: Mapping[str, Any]) -> str | None:
+    """None when a pre-flight verdict passed; else one line naming each failed check (kind, operation, note)."""
+    if verdict.get("passed") is True:
+        return None
+    failed = [
+        f"{check.get('kind')} ({check.get('operationId')}" + (f": {check['note']}" if check.get("note") else "") + ")"
+        for check in verdict.get("checks", [])
+        if check.get("outcome") == "failed"
+    ]
+    return "pre-flight failed: " + ("; ".join(failed) or "no check failed, yet the verdict did not pass")
+
+
+def stored_preflight_failures(probe_dirs: Sequence[Path]) -> list[str]:
+    """One line per probe folder whose stored ``preflight-verdict.json`` did not pass: ``<file>: pre-flight
+    failed: ...``. Read back from what was stored, so the line describes exactly what a later ``score`` reads."""
+    lines = []
+    for probe_dir in probe_dirs:
+        path = probe_dir / "preflight-verdict.json"
+        verdict = read_suite_json(path)
+        reason = preflight_failure(verdict if isinstance(verdict, dict) else {})
+        if reason is not None:
+            lines.append(" ".join(f"{path}: {reason}".split()))
+    return lines
 
 
 def regenerate(suite_name: str | Path, trials: int = DEFAULT_TRIALS, probe_ids: Sequence[str] | None = None, jobs: int = 1) -> list[Path]:
     """Rewrite ``trials/`` of a suite: per probe, a pre-flight verdict and ``trials`` sealed trials.
+
+    A pre-flight that fails is a verdict, not a fault: it is stored (replacing any earlier, passing one)
+    and the trials are still run and stored beside it, so they can be inspected; scoring them against
+    that stored verdict is Invalid ("pre-flight verdict did not pass"). :func:`stored_preflight_failures`
+    names such probes (``suite trials`` then exits 3).
 
     Probes are independent (every trial and leg stages its own workspace), so ``jobs`` of them run
     side by side; the trials of one probe run in order.

@@ -31,6 +31,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -74,6 +75,9 @@ class Output:
 
     files: dict[Path, bytes] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Per generated suite folder: probe id → the qualification gate's refusal codes (empty: admitted).
+    #: A ``probes-from`` suite has no entry (its probes are judged where they are generated).
+    qualification: dict[Path, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def pretty(value: Any) -> bytes:
@@ -154,7 +158,11 @@ def evidence_document(
     suite: Suite, probe: Mapping[str, Any], arm: str, mutation: Mutation | None, observations: list[dict[str, Any]],
     system_digest: str, oracle_id: str,
 ) -> dict[str, Any]:
-    """One arm's qualification evidence: what ran, what came back, and what our evaluator made of it."""
+    """One arm's qualification evidence: what ran, what came back, and what our evaluator made of it.
+
+    It names no suite: a suite's folder name is where it lives, not what it is, so a copy or a renamed
+    folder generates the same bytes (``generate --check`` holds on it).
+    """
     resolutions = resolve_oracles(suite.contract, observations)
     signature = probe.get("defectSignature")
     naive = None
@@ -173,7 +181,6 @@ def evidence_document(
         "oracleResolutions": resolutions,
         "probeId": probe["probeId"],
         "signatureMatches": None if not signature else signature_matches(suite.contract, signature, observations),
-        "suite": suite.name,
         "systemDigest": system_digest,
     }
 
@@ -391,6 +398,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.notes.append(
         f"{suite.name} {probe_id}: qualification " + ("admits it" if gate.qualified else "refuses it: " + ", ".join(codes))
     )
+    out.qualification.setdefault(suite.root, {})[probe_id] = () if gate.qualified else tuple(codes)
     out.files[probe_path] = pretty(probe)
 
 
@@ -440,6 +448,7 @@ def generate_suite(name: str | Path, out: Output, jobs: int | None = None) -> No
     # are merged in probe order, and the first failure in probe order is the one reported.
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(one, index) for index in range(len(probe_paths))]
+    gate = out.qualification.setdefault(suite.root, {})
     for probe_path, future, produced in zip(probe_paths, futures, outputs, strict=True):
         problem = future.exception()
         if isinstance(problem, (GenerationError, *TOOL_PROBLEMS)):
@@ -448,6 +457,23 @@ def generate_suite(name: str | Path, out: Output, jobs: int | None = None) -> No
             raise problem
         out.files.update(produced.files)
         out.notes.extend(produced.notes)
+        gate.update(produced.qualification.get(suite.root, {}))
+
+
+def unqualified_suites(out: Output) -> list[str]:
+    """One line per generated suite of ``out`` whose every probe the qualification gate (AD-9) refused:
+    such a suite measures nothing (each probe would score Invalid). The line names the suite folder and
+    counts the refusal codes. A suite with no probe at all is named too; some probes refused while one
+    qualifies is not a problem (the notes report each refusal)."""
+    lines = []
+    for root, gate in out.qualification.items():
+        if any(not codes for codes in gate.values()):
+            continue
+        counted = Counter(code for codes in gate.values() for code in codes)
+        refused = ", ".join(f"{code} x{count}" for code, count in sorted(counted.items()))
+        why = f"qualification refused all {len(gate)} probe(s) ({refused})" if gate else "it has no probe"
+        lines.append(f"{root}: no probe qualifies, so the suite measures nothing: {why}")
+    return lines
 
 
 
