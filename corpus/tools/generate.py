@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from corpus.tools import ToolArgumentParser, positive_int, suite_folders
+from evalquality_core.registries import EXIT_INVALID
 from evalquality_core.suite.generate import (
     GenerationError,
     Output,
@@ -21,7 +22,6 @@ from evalquality_core.suite.generate import (
     unqualified_suites,
     write_files,
 )
-from evalquality_core.registries import EXIT_INVALID
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
 
