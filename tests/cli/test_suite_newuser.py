@@ -113,6 +113,12 @@ def test_generate_exits_3_when_qualification_refuses_every_probe_and_0_when_one_
     assert "up to date" in check.stdout
     one_line(check, 3, "suite generate:", str(suite), "no probe qualifies")
 
+    # No probe at all measures nothing either (the simplest reading of "no probe qualifies").
+    for path in [*(suite / "probes").glob("*.json"), *(suite / "mutations").glob("*.json")]:
+        path.unlink()
+    empty = eq("suite", "generate", str(suite), cwd=tmp_path)
+    one_line(empty, 3, "suite generate:", str(suite), "no probe qualifies", "it has no probe")
+
 
 @pytest.mark.slow
 def test_a_suite_copied_under_another_folder_name_is_not_stale(tmp_path: Path) -> None:
