@@ -141,3 +141,31 @@ def test_a_suite_copied_under_another_folder_name_is_not_stale(tmp_path: Path) -
     holds = eq("suite", "check", str(suite), cwd=tmp_path)
     assert holds.returncode == 0 and holds.stderr == "", holds.stderr
     assert "ok   generated:" in holds.stdout and "ok   trials:" in holds.stdout
+
+
+@pytest.mark.slow
+def test_the_corpus_aliases_exit_3_as_the_suite_commands_do(tmp_path: Path) -> None:
+    """``python -m corpus.tools.evaluator`` and ``corpus.tools.generate`` (given a suite folder) run the same
+    code as ``suite trials`` and ``suite generate``, so they exit 3 for a failed pre-flight and for a suite
+    no probe qualifies in, one line each, never 0."""
+    suite = copy_suite("notes", tmp_path)
+    system = suite / "system" / "notes.py"
+    system.write_text(system.read_text().replace('notes = notes[: int(options["limit"])]', "pass"))
+    trials = subprocess.run([sys.executable, "-m", "corpus.tools.evaluator", "--regenerate", "--suite", str(suite),
+                             "--trials", "1"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert trials.returncode == 3 and "Traceback" not in trials.stderr, trials.stderr
+    lines = trials.stderr.splitlines()
+    assert len(lines) == 6 and all(line.startswith("evaluator: ") and "pre-flight failed:" in line for line in lines)
+
+    refused = copy_suite("trace", tmp_path)
+    for probe_id in ("P-003", "P-004"):
+        (refused / "probes" / f"{probe_id}.json").unlink()
+    for mutation in (refused / "mutations").glob("*.json"):
+        if json.loads(mutation.read_text())["probeId"] == "P-003":
+            mutation.unlink()
+    generate = subprocess.run([sys.executable, "-m", "corpus.tools.generate", "--suite", str(refused)],
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert generate.returncode == 3 and "Traceback" not in generate.stderr, generate.stderr
+    assert generate.stderr.splitlines() == [line for line in generate.stderr.splitlines()
+                                            if line.startswith(f"generate: {refused}: no probe qualifies")]
+    assert len(generate.stderr.splitlines()) == 1
