@@ -242,10 +242,16 @@ class _Session:
         except BlockingIOError:
             return
         except (BrokenPipeError, ConnectionResetError):
-            self.outgoing.clear()  # the server stopped reading; its stdout tells the rest
+            self._drop_outgoing()  # the server stopped reading; its stdout tells the rest
         if not self.outgoing:
             self.selector.unregister(fd)
             self.stdin_registered = False
+
+    def _drop_outgoing(self) -> None:
+        """Give up what is still queued (nobody reads it): its requests are never in flight."""
+        self.outgoing.clear()
+        self.unsent.clear()
+        self.queued_bytes = self.written_bytes
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -361,7 +367,7 @@ class _Session:
                 assert self.leg.stdin is not None
                 self.selector.unregister(self.leg.stdin.fileno())
                 self.stdin_registered = False
-                self.outgoing.clear()
+                self._drop_outgoing()
 
     def request(self, identifier: int, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Send one request and run the loop until its answer arrives (or stdout closes)."""
