@@ -236,6 +236,8 @@ def floors_of(directory: Path) -> dict[str, float]:
         settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise ValueError(f"{path}: not TOML: {problem}") from None
+    except ValueError:  # an integer past Python's int-from-text limit
+        raise ValueError(f"{path}: holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
     return check_floors(settings.get("floors", {}), f"{path}[floors]")
 
 

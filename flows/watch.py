@@ -31,6 +31,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from evalquality_core.probe.policy import MAX_WALL_CLOCK_SECONDS
 from flows.settings import user_api_url
 
 #: Width of a piped (non-terminal) console: the logs CI keeps are read at about this width.
@@ -263,12 +264,18 @@ class RunLog:
 
 
 def progress_interval() -> float:
-    """Seconds between one-line progress reports when not on a terminal (0: none)."""
+    """Seconds between one-line progress reports when not on a terminal (0: none). A value that is not
+    a number of seconds from 0 to the one time-budget bound (``MAX_WALL_CLOCK_SECONDS``, about 24.8
+    days; ``inf`` and ``nan`` included) is ignored like any unreadable one: the default applies, and
+    no thread waits on a timeout too large for the platform's clock."""
     raw = os.environ.get(PROGRESS_VARIABLE, "")
     try:
-        return max(0.0, float(raw)) if raw else DEFAULT_PROGRESS_SECONDS
+        seconds = float(raw) if raw else DEFAULT_PROGRESS_SECONDS
     except ValueError:
         return DEFAULT_PROGRESS_SECONDS
+    if not seconds <= MAX_WALL_CLOCK_SECONDS:  # also false for nan
+        return DEFAULT_PROGRESS_SECONDS
+    return max(0.0, seconds)
 
 
 class LegProgress:

@@ -19,7 +19,10 @@ Order of operations for one probe:
 5. Hops. Each hop is one underlying call (the injectable ``mechanism``), run on the calling thread
    under a watchdog thread that polls the abort signal and the one deadline of the whole exchange
    (``maxElapsedMs``, armed once, before the first hop); either ends the exchange at once (the hop's
-   sockets are shut down, which wakes a blocked read). A 301/302/303/307/308 with a ``Location`` (relative allowed) is followed by hand: at most
+   sockets are shut down, which wakes a blocked read) as ``budget-exhausted`` / ``aborted``, even when
+   the read returned: a body read to the close of the connection ends where the cut falls, so a
+   cut hop is never a (truncated) answer. A 301/302/303/307/308 with a ``Location`` (relative
+   allowed) is followed by hand: at most
    ``maxRedirects`` times (the next one is ``budget-exhausted`` after ``maxRedirects + 1`` calls),
    every hop re-resolved and re-checked against the policy (a refused hop is ``forbidden-target``
    after the calls already made). The method changes as browsers (and httpx) do: 303 to ``GET``
@@ -464,10 +467,18 @@ def _elapsed_fault(hop: HttpHop) -> RuntimeFault:
     return RuntimeFault("budget-exhausted", _BUDGET_PATH, f"exceeded maxElapsedMs ({hop.max_elapsed_ms}ms) and was abandoned")
 
 
+def _aborted_fault() -> RuntimeFault:
+    return RuntimeFault("aborted", "ProbeObservation", "the caller aborted the probe; its connection was shut down")
+
+
 def send_hop(hop: HttpHop, abort: AbortSignal | None = None) -> HopResponse:
     """The real mechanism: send one hop on the calling thread under the watchdog, which shuts the
     hop's sockets down the moment the abort signal is set or the exchange's deadline passes; the
-    call then raises ``aborted`` / ``budget-exhausted``. Transport errors are ``port-failure``."""
+    call then raises ``aborted`` / ``budget-exhausted``. Transport errors are ``port-failure``.
+
+    A hop the watchdog cut is a fault even when the read *returned*: a body without a length (no
+    ``Content-Length``, read to the close of the connection) ends, to the reader, exactly where the
+    shutdown cut it, so what came back would be a truncated answer passed off as whole."""
     if time.monotonic() >= hop.deadline:
         raise _elapsed_fault(hop)
     sockets = _Sockets()
@@ -476,18 +487,22 @@ def send_hop(hop: HttpHop, abort: AbortSignal | None = None) -> HopResponse:
         response = _exchange(hop, sockets)
     except RuntimeFault:
         if watched.fired == "aborted":
-            raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted the probe; its connection was shut down") from None
+            raise _aborted_fault() from None
         raise
     except Exception as error:
         if watched.fired == "aborted" or (abort is not None and abort.is_set()):
-            raise RuntimeFault("aborted", "ProbeObservation", "the caller aborted the probe; its connection was shut down") from None
+            raise _aborted_fault() from None
         if watched.fired == "deadline" or isinstance(error, httpx.TimeoutException | httpcore.TimeoutException):
             raise _elapsed_fault(hop) from None
         raise RuntimeFault(
             "port-failure", "ProbeObservation", f"{hop.method} {hop.url} via {hop.address} got no answer: {type(error).__name__}: {error}"
         ) from None
     finally:
-        _WATCHDOG.unwatch(watched)
+        _WATCHDOG.unwatch(watched)  # after this the watchdog can no longer fire: ``fired`` is final
+    if watched.fired == "aborted":
+        raise _aborted_fault()
+    if watched.fired == "deadline":
+        raise _elapsed_fault(hop)
     return response
 
 

@@ -32,6 +32,14 @@ Messages the server sends that are not answers to us are not observations: notif
 ignored, a ``ping`` request is answered with an empty result and any other request with JSON-RPC
 "method not found" (we declare no client capabilities), so a server never waits on us.
 
+A response (a message without ``method``) must answer a request **in flight**: one whose frame has
+been written to the server in full and that has not been answered yet, matched by its ``id`` in
+value *and* type (our ids are integers: ``"2"`` does not answer ``2``). Anything else (an answer
+sent before its request was written, a second answer, an id of no request of ours, a string, a
+missing or ``null`` id) is ``port-failure`` naming the id the server sent (JSON-escaped, at most 80
+characters): a server that answers what it was not asked is broken or forging, and its answer is
+never taken for the one we wait for.
+
 The trust boundary is the command adapter's, by construction: the session *is* a leg. The watchdog
 is a child subreaper, so nothing the server started outlives the session (a grandchild that called
 ``setsid()`` or double-forked included); its lifeline kills the tree when the host dies, even by
@@ -92,6 +100,8 @@ _CALL_ID = 2
 #: How much of the server's stderr a port-failure detail quotes (the rest is counted, not kept).
 _STDERR_QUOTE = 400
 _CLIENT_INFO = {"name": "eval-quality", "version": "0"}
+#: How much of a response's id a port-failure detail quotes (JSON-escaped, so it stays one line).
+_ID_QUOTE = 80
 #: How launch failures name the target ("could not start tool server "…"").
 _WHAT = "tool server "
 _CAP_PATH = "McpProbeRequest"
@@ -155,6 +165,17 @@ def _port_failure(detail: str) -> RuntimeFault:
     return RuntimeFault("port-failure", "ProbeObservation", detail)
 
 
+def _quoted_id(message: Mapping[str, Any]) -> str:
+    """The id a message carries, as JSON text cut to ``_ID_QUOTE`` characters (``absent`` when none)."""
+    if "id" not in message:
+        return "absent"
+    try:
+        text = json.dumps(message["id"], ensure_ascii=True, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        text = type(message["id"]).__name__
+    return text if len(text) <= _ID_QUOTE else text[: _ID_QUOTE - 1] + "\u2026"
+
+
 def _frame(message: Mapping[str, Any]) -> bytes:
     # ensure_ascii keeps every frame one line whatever the arguments hold (a raw U+2028 is fine in
     # JSON, but an escaped one is fine everywhere); the server decodes the escapes back byte for byte.
@@ -175,7 +196,13 @@ class _Session:
         self.stdout_buffer = bytearray()
         self.counted = {"stdout": 0, "stderr": 0}
         self.stderr_head = bytearray()
-        self.answers: dict[str, dict[str, Any]] = {}
+        self.answers: dict[int, dict[str, Any]] = {}
+        # Request ids whose frame is queued but not yet written in full, with the count of bytes
+        # written once its last byte is; and the ids written and not yet answered (module docstring).
+        self.unsent: list[tuple[int, int]] = []
+        self.in_flight: set[int] = set()
+        self.queued_bytes = 0
+        self.written_bytes = 0
         self.stdout_open = True
         self.exit_code: int | None = None
         assert leg.stdin is not None
@@ -189,10 +216,15 @@ class _Session:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any]) -> None:
+    def send(self, message: Mapping[str, Any], request_id: int | None = None) -> None:
         """Queue one frame; it is written from the loop, so a server that floods stdout before
-        reading its stdin can never deadlock us."""
-        self.outgoing += _frame(message)
+        reading its stdin can never deadlock us. ``request_id`` marks a request of ours: it is in
+        flight once its last byte is written."""
+        frame = _frame(message)
+        self.outgoing += frame
+        self.queued_bytes += len(frame)
+        if request_id is not None:
+            self.unsent.append((self.queued_bytes, request_id))
         stdin = self.leg.stdin
         if not self.stdin_registered and stdin is not None and not stdin.closed and self.exit_code is None:
             self.selector.register(stdin.fileno(), selectors.EVENT_WRITE, "stdin")
@@ -204,13 +236,22 @@ class _Session:
         try:
             written = os.write(fd, self.outgoing[:_CHUNK])
             del self.outgoing[:written]
+            self.written_bytes += written
+            while self.unsent and self.unsent[0][0] <= self.written_bytes:
+                self.in_flight.add(self.unsent.pop(0)[1])
         except BlockingIOError:
             return
         except (BrokenPipeError, ConnectionResetError):
-            self.outgoing.clear()  # the server stopped reading; its stdout tells the rest
+            self._drop_outgoing()  # the server stopped reading; its stdout tells the rest
         if not self.outgoing:
             self.selector.unregister(fd)
             self.stdin_registered = False
+
+    def _drop_outgoing(self) -> None:
+        """Give up what is still queued (nobody reads it): its requests are never in flight."""
+        self.outgoing.clear()
+        self.unsent.clear()
+        self.queued_bytes = self.written_bytes
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -266,12 +307,20 @@ class _Session:
         if not isinstance(message, dict):
             return
         identifier = message.get("id")
-        if isinstance(identifier, bool) or not isinstance(identifier, int | str):
-            return  # a notification (or a frame no request of ours can match)
         if "method" in message:
+            if isinstance(identifier, bool) or not isinstance(identifier, int | str):
+                return  # a notification
             self._answer_server_request(identifier, message.get("method"))
             return
-        self.answers[str(identifier)] = message
+        # A response: it answers a request in flight, same value and type, or the session is broken.
+        if type(identifier) is not int or identifier not in self.in_flight:
+            waiting = ", ".join(str(i) for i in sorted(self.in_flight)) or "none"
+            raise _port_failure(
+                f"the server sent a response with id {_quoted_id(message)} during {self.phase}, which answers no "
+                f"request in flight (ids in flight: {waiting})"
+            )
+        self.in_flight.discard(identifier)
+        self.answers[identifier] = message
 
     def _answer_server_request(self, identifier: int | str, method: Any) -> None:
         if method == "ping":
@@ -318,17 +367,17 @@ class _Session:
                 assert self.leg.stdin is not None
                 self.selector.unregister(self.leg.stdin.fileno())
                 self.stdin_registered = False
-                self.outgoing.clear()
+                self._drop_outgoing()
 
     def request(self, identifier: int, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Send one request and run the loop until its answer arrives (or stdout closes)."""
         self.phase = method
-        self.send({"jsonrpc": "2.0", "id": identifier, "method": method, "params": params})
-        while str(identifier) not in self.answers:
+        self.send({"jsonrpc": "2.0", "id": identifier, "method": method, "params": params}, identifier)
+        while identifier not in self.answers:
             if not self.stdout_open:
                 raise _ServerGone(method)
             self._turn()
-        return self.answers.pop(str(identifier))
+        return self.answers.pop(identifier)
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None:
         """Queue a notification (written by the next turn of the loop)."""

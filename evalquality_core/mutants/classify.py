@@ -13,7 +13,8 @@ The decision table (:func:`classify`), first row that applies:
 NoCoverage      line coverage of the clean system is known and no leg or plan step reaches a
                 mutated line: nothing runs (issue 18).
 Timeout         some run of the mutant exceeded its wall-clock budget (``budget-exhausted``,
-                ``maxElapsedMs``): detected, as in mutation testing.
+                ``maxElapsedMs``; a command, an HTTP exchange cut mid-answer, a tool-server
+                session alike): detected, as in mutation testing.
 Stillborn       every run of the mutant fails the same way at start-up: all faults with one code, or
                 all answers identical to each other AND a failure (a non-zero exit, a tool error, a
                 5xx) or silence (exit 0, nothing on stdout or stderr: the script never ran), while

@@ -24,6 +24,7 @@ from evalquality_core.artifacts.base import ArtifactModel, NonEmptyStr
 from evalquality_core.artifacts.port_messages import Identifier
 from evalquality_core.faults import ForbiddenTargetReason, RuntimeFault
 from evalquality_core.probe.address import AddressClass, ParsedAddress, classify_address, parse_address
+from evalquality_core.probe.policy import MAX_ELAPSED_MS
 from evalquality_core.registries import HttpMethod
 
 __all__ = [
@@ -52,7 +53,7 @@ class ProbeTargetAuthorization(ArtifactModel):
     #: Methods a differential (body-sensitivity) probe may use here; ``[]`` means none.
     safe_methods: list[HttpMethod]
     max_redirects: Annotated[int, Field(ge=0)]
-    max_elapsed_ms: Annotated[int, Field(ge=1, le=2_147_483_647)]
+    max_elapsed_ms: Annotated[int, Field(ge=1, le=MAX_ELAPSED_MS)]
     max_request_bytes: Annotated[int, Field(ge=1)]
     max_response_bytes: Annotated[int, Field(ge=1)]
 

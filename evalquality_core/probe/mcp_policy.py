@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError, field_validator
 from evalquality_core.artifacts.base import ArtifactModel, NonEmptyStr
 from evalquality_core.artifacts.port_messages import Identifier, KeyName, McpProbeRequest
 from evalquality_core.faults import ForbiddenTargetReason, RuntimeFault
+from evalquality_core.probe.policy import MAX_ELAPSED_MS
 
 __all__ = [
     "MCP_PROTOCOL_VERSION",
@@ -45,7 +46,6 @@ __all__ = [
 
 #: The protocol revision the adapter announces in ``initialize``.
 MCP_PROTOCOL_VERSION = "2025-06-18"
-_MAX_ELAPSED_MS = 2_147_483_647
 
 
 class McpTargetAuthorization(ArtifactModel):
@@ -64,7 +64,7 @@ class McpTargetAuthorization(ArtifactModel):
     #: The server's environment, on top of the adapter's PATH.
     server_environment: dict[KeyName, str]
     #: The whole session: launch, ``initialize``, ``tools/call`` and teardown.
-    max_elapsed_ms: Annotated[int, Field(ge=1, le=_MAX_ELAPSED_MS)]
+    max_elapsed_ms: Annotated[int, Field(ge=1, le=MAX_ELAPSED_MS)]
     #: Applied separately to the server's stdout and to its stderr.
     max_output_bytes: Annotated[int, Field(ge=1)]
 

@@ -40,6 +40,7 @@ from evalquality_core.probe.argv import positional_tokens
 
 __all__ = [
     "MAX_ELAPSED_MS",
+    "MAX_WALL_CLOCK_SECONDS",
     "CommandTargetAuthorization",
     "CommandTargetPolicy",
     "OPTION_KEY",
@@ -50,10 +51,27 @@ __all__ = [
     "evaluate_target",
     "forbidden_target_fault",
     "parse_command_target_policy",
+    "time_budget_problem",
 ]
 
-#: The elapsed budget is clamped to a signed 32-bit millisecond timer (4.1.2).
+#: The elapsed budget is clamped to a signed 32-bit millisecond timer (4.1.2). It is THE bound of
+#: every time budget read from a file: ``max_elapsed_ms`` of every target kind (command, api, mcp),
+#: ``[service] ready_timeout_ms``, and ``[evaluator] wall-clock-seconds`` (in seconds, below). It is
+#: the largest timeout ``poll()`` takes, so no deadline derived from a budget overflows time arithmetic.
 MAX_ELAPSED_MS = 2_147_483_647
+#: ``MAX_ELAPSED_MS`` in whole seconds (an evaluator's wall clock becomes its ``max_elapsed_ms``).
+MAX_WALL_CLOCK_SECONDS = MAX_ELAPSED_MS // 1000
+
+
+def time_budget_problem(key: str, value: Any, *, unit: str = "ms") -> str | None:
+    """Why ``value`` is not a time budget (``None`` when it is): a whole number from 1 to the one
+    documented maximum (``MAX_ELAPSED_MS`` ms, ``MAX_WALL_CLOCK_SECONDS`` s). The reason names ``key``
+    and the maximum, never the value (which may be thousands of digits long)."""
+    limit = MAX_ELAPSED_MS if unit == "ms" else MAX_WALL_CLOCK_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        unit_name = "milliseconds" if unit == "ms" else "seconds"
+        return f"{key} must be a whole number of {unit_name} from 1 to {limit} (the maximum, about 24.8 days)"
+    return None
 
 
 class CommandTargetAuthorization(ArtifactModel):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,7 +29,12 @@ from typing import Any
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
 from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
-from evalquality_core.probe.policy import CommandTargetPolicy, parse_command_target_policy
+from evalquality_core.probe.policy import (
+    MAX_ELAPSED_MS,
+    CommandTargetPolicy,
+    parse_command_target_policy,
+    time_budget_problem,
+)
 
 __all__ = [
     "API_TARGET_KEYS",
@@ -137,7 +143,7 @@ class TargetRegistry:
         policies' limit): for runs that are slower by design, as the mutants' traced coverage runs."""
 
         def scaled(entries: tuple[Mapping[str, Any], ...]) -> tuple[Mapping[str, Any], ...]:
-            return tuple({**entry, "maxElapsedMs": min(entry["maxElapsedMs"] * factor, 2_147_483_647)} for entry in entries)
+            return tuple({**entry, "maxElapsedMs": min(entry["maxElapsedMs"] * factor, MAX_ELAPSED_MS)} for entry in entries)
 
         return dataclasses.replace(
             self, entries=scaled(self.entries), api_entries=scaled(self.api_entries), mcp_entries=scaled(self.mcp_entries)
@@ -248,6 +254,8 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _fault(source, f"not TOML: {exc}") from None
+    except ValueError:  # an integer past Python's int-from-text limit (a 5000-digit budget, say)
+        raise _fault(source, f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
     unknown = sorted(set(document) - {"target", "service"})
     if unknown:
         raise _fault(source, f"unknown top-level key(s) {', '.join(unknown)}; expected [[target]] tables and [service]")
@@ -268,6 +276,10 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         kind = table.get("kind", "cli")
         if kind not in _KINDS:
             raise _fault(source, f'{where} has kind {kind!r}; expected "cli" (the default), "api" or "mcp"')
+        # One bound for every kind, checked here where it is read (a missing key is each kind's to name).
+        problem = time_budget_problem("max_elapsed_ms", table["max_elapsed_ms"]) if "max_elapsed_ms" in table else None
+        if problem is not None:
+            raise _fault(source, f"{where} ({table.get('interface_id')!r}): {problem}")
         if kind == "api":
             api_entry = _api_entry(table, where, source)
             placeholders.update(_api_placeholders(api_entry))
@@ -319,7 +331,7 @@ SERVICE_KEYS: tuple[str, ...] = ("command", "cwd", "port_placeholder", "ready_ti
 
 def _service_table(table: Any, source: str) -> dict[str, Any] | None:
     """Validate ``[service]``: a non-empty command (strings), a relative ``cwd``, the port placeholder
-    (which the command must use) and a positive readiness timeout."""
+    (which the command must use) and a readiness timeout within the one time-budget bound."""
     if table is None:
         return None
     if not isinstance(table, dict):
@@ -339,8 +351,9 @@ def _service_table(table: Any, source: str) -> dict[str, Any] | None:
         raise _fault(source, f"[service] port_placeholder {placeholder!r} must be a placeholder name")
     if not any("{" + placeholder + "}" in part for part in command):
         raise _fault(source, f"[service] command never uses {{{placeholder}}}, so the server cannot learn its port")
-    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
-        raise _fault(source, "[service] ready_timeout_ms must be a positive integer")
+    problem = time_budget_problem("[service] ready_timeout_ms", timeout)
+    if problem is not None:
+        raise _fault(source, problem)
     return dict(table)
 
 

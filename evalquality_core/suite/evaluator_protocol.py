@@ -45,7 +45,7 @@ from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.canonical import digest_artifact
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
-from evalquality_core.probe.policy import CommandTargetAuthorization, CommandTargetPolicy
+from evalquality_core.probe.policy import CommandTargetAuthorization, CommandTargetPolicy, time_budget_problem
 
 PROTOCOL = "eval-quality-evaluator/1"
 #: The reference evaluator, the default evaluator command of every suite.
@@ -143,6 +143,10 @@ def evaluator_command_of(settings: Mapping[str, Any], where: str) -> EvaluatorCo
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{where}: [evaluator] {key} must be a positive integer")
         numbers[key] = value
+    # The wall clock becomes the evaluator's max_elapsed_ms: the one time-budget bound applies.
+    problem = time_budget_problem("[evaluator] wall-clock-seconds", numbers["wall-clock-seconds"], unit="s")
+    if problem is not None:
+        raise ValueError(f"{where}: {problem}")
     model = table.get("model", REFERENCE_MODEL if list(argv) == list(REFERENCE_ARGV) else " ".join(argv))
     sees = table.get("sees-oracle-checks", list(argv) == list(REFERENCE_ARGV))
     if not isinstance(model, str) or not model or not isinstance(sees, bool):

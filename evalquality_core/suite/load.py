@@ -245,7 +245,19 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
         settings = tomllib.loads(read_suite_text(path))
     except tomllib.TOMLDecodeError as problem:
         raise StagingError(f"{path}: not TOML: {problem}") from None
+    except ValueError:  # an integer past Python's int-from-text limit
+        raise StagingError(f"{path}: holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
     check_keys(path, settings, SUITE_SETTINGS_KEYS, SUITE_OPTIONAL_KEYS)
+    # The [evaluator] table is checked where the file is read (its wall clock is a time budget), so an
+    # authoring check names a bad one, not the first live trial.
+    from evalquality_core.suite.evaluator_protocol import (
+        evaluator_command_of,  # lazy: it imports the adapters
+    )
+
+    try:
+        evaluator_command_of(settings, str(path))
+    except ValueError as problem:
+        raise StagingError(str(problem)) from None
     if not isinstance(settings["system-id"], str) or not settings["system-id"]:
         raise StagingError(f"{path}: system-id must be a non-empty string")
     if not isinstance(settings["fixtures"], dict) or not settings["fixtures"]:

@@ -61,7 +61,7 @@ def test_a_registry_holds_command_and_tool_server_entries_side_by_side() -> None
         (lambda t: t.replace("max_elapsed_ms = 30000\n", ""), "lacks required key(s) max_elapsed_ms"),
         (lambda t: t.replace('cwd = "."', 'cwd = "."\nartifacts = {}'), "unknown key(s) artifacts"),
         (lambda t: t.replace('kind = "mcp"', 'kind = "grpc"'), "has kind 'grpc'"),
-        (lambda t: t.replace("max_elapsed_ms = 30000", "max_elapsed_ms = 2147483648"), "maxElapsedMs"),
+        (lambda t: t.replace("max_elapsed_ms = 30000", "max_elapsed_ms = 2147483648"), "max_elapsed_ms must be a whole number of milliseconds from 1 to 2147483647"),
         (lambda t: t + t, "registers tool server 'notes-tools' a second time"),
     ],
 )
