@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from evalquality_core.cli.main import cli, say
+from evalquality_core.printable import printable
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
 #: ``suite`` exit codes (module docstring).
@@ -71,8 +72,8 @@ def suite_init(directory: Path) -> None:
     from evalquality_core.suite.init import init_suite
 
     for path in init_suite(directory):
-        click.echo(f"wrote {path}")
-    click.echo(f"next: eval-quality suite check {directory}")
+        click.echo(printable(f"wrote {path}"))
+    click.echo(printable(f"next: eval-quality suite check {directory}"))
 
 
 @suite_group.command("check", help="Run every authoring step's check on DIR; name the first problem and its fix.")
@@ -85,7 +86,7 @@ def suite_check(directory: Path) -> None:
     for step in check_suite(directory):
         if not step.ok:
             _fail("check", step.line())
-        click.echo(step.line())
+        click.echo(printable(step.line()))
 
 
 @suite_group.command(
@@ -104,16 +105,16 @@ def suite_generate(directory: Path, check_only: bool, jobs: int) -> None:
     if check_only:
         stale = stale_files(out)
         for path in stale:
-            click.echo(f"stale: {path}")
+            click.echo(printable(f"stale: {path}"))
         if stale:
             say(f"suite generate: {len(stale)} file(s) stale or missing; run eval-quality suite generate {directory}")
             raise click.exceptions.Exit(EXIT_SUITE_STALE)
         click.echo(f"{len(out.files)} file(s) up to date")
         return
     for path in write_files(out):
-        click.echo(f"wrote {path}")
+        click.echo(printable(f"wrote {path}"))
     for note in out.notes:
-        click.echo(note)
+        click.echo(printable(note))
 
 
 @suite_group.command("trials", help="Store each probe's pre-flight verdict and sealed trials under DIR/trials/.")
@@ -132,7 +133,7 @@ def suite_trials(directory: Path, count: int | None, probe_ids: tuple[str, ...],
     if unknown:
         raise click.UsageError(f"--probe {unknown[0]}: no such probe in {directory} (it has {', '.join(sorted(known))})")
     for path in regenerate(directory, count or DEFAULT_TRIALS, list(probe_ids) or None, jobs=jobs):
-        click.echo(f"wrote {path}")
+        click.echo(printable(f"wrote {path}"))
 
 
 @suite_group.command("digest", help="Print DIR's corpus digest (what `score --corpus-digest` takes).")
