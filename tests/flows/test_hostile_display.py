@@ -15,6 +15,7 @@ artifact: no link, no tag, no extra table cell.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -143,7 +144,7 @@ def test_prefect_logs_states_and_artifacts_hold_nothing_raw(hostile_run: dict[st
 def test_a_hostile_suite_name_is_literal_in_the_markdown_artifact(hostile_run: dict[str, Any]) -> None:
     (markdown,) = [data for (key, data) in _rows(hostile_run["database"], "SELECT key, data FROM artifact")
                    if key == "preflight-report"]
-    markdown = markdown.strip('"').encode().decode("unicode_escape") if markdown.startswith('"') else markdown
+    markdown = json.loads(markdown)  # stored as JSON text
     rows = [line for line in markdown.splitlines() if line.startswith("| ")]
     named = [row for row in rows if MARKDOWN_SHOWN in row]
     assert named, markdown
