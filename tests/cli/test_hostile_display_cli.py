@@ -61,3 +61,14 @@ def test_a_suite_folder_named_with_escapes_is_shown_escaped(tmp_path: Path) -> N
     _no_raw(done.stdout + done.stderr)
     assert "suite\\x1b]0;pwned\\x07\\x1b[2J\\rok" in done.stderr.decode("utf-8"), done.stderr
     assert b"Traceback" not in done.stderr
+
+
+def test_explain_names_a_contract_path_with_escapes_escaped(tmp_path: Path) -> None:
+    folder = tmp_path / "contracts\x1b]0;pwned\x07\x1b[2J"
+    folder.mkdir()
+    contract = folder / "contract.json"
+    contract.write_bytes((Path(__file__).resolve().parents[2] / "corpus" / "suites" / "notes" / "contract.json").read_bytes())
+    done = run_cli("explain", "--contract", str(contract))
+    assert done.returncode == 0, done.stderr
+    _no_raw(done.stdout + done.stderr)
+    assert "contracts\\x1b]0;pwned\\x07\\x1b[2J/contract.json: " in done.stdout.decode("utf-8"), done.stdout
