@@ -47,6 +47,7 @@ from prefect.deployments import run_deployment
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from deployments.nightly import NIGHTLY_CRON, nightly_schedule
+from evalquality_core.printable import printable
 from flows.contract_strength import check_written, contract_strength, default_baseline
 from flows.output import write_artifact
 from flows.settings import load_settings
@@ -348,10 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     night = run_batched_nightly(args.batches, suites_dir=args.suites, out_dir=args.out, baseline=args.baseline)
     for batch in night.batches:
-        print(f"batch {batch['batch']} ({', '.join(batch['suites'])}): {batch['legsSpawned']} leg(s) run, "
-              f"{batch['legsCached']} from cache; flow run {batch['flowRunId']}")
+        # Suite names and summary lines name what a user or a target wrote: shown printable.
+        print(printable(f"batch {batch['batch']} ({', '.join(batch['suites'])}): {batch['legsSpawned']} leg(s) run, "
+                        f"{batch['legsCached']} from cache; flow run {batch['flowRunId']}"))
     for line in night.summary_lines():
-        print(line)
+        print(printable(line))
     return night.exit_code
 
 

@@ -64,6 +64,7 @@ from evalquality_core.canonical import (
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.printable import printable
 from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.embedded_server import embedded_server
@@ -470,7 +471,7 @@ def contract_strength(
         log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
     if fail_on_movement and gate.exit_code != 0:
         message = gate_message(gate)
-        return Failed(message=message, data=GateMoved(message, run))
+        return Failed(message=printable(message), data=GateMoved(printable(message), run))
     return Completed(message=counts.sentence(), data=run)
 
 
@@ -1060,10 +1061,8 @@ def strength_tables(run: StrengthRun) -> list[Any]:
 
 def _log_tables(log: RunLog, run: StrengthRun) -> None:
     """The strength tables to the run logger (the Logs tab shows them also under serve and workers)."""
-    from flows.watch import as_log_text
-
     for table in strength_tables(run):
-        log.to_logger(as_log_text(table))
+        log.table_to_logger(table)
 
 
 def print_strength(run: StrengthRun) -> None:

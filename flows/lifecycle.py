@@ -26,6 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from evalquality_core.printable import printable
 from flows.settings import FlowSettings, load_settings, user_api_url
 
 #: Exit code of a usage error, as the ``eval-quality`` CLI (2 means "the baseline moved" here).
@@ -152,10 +153,10 @@ def start_flow_main(prog: str, concurrency: int | None) -> FlowSettings:
     try:
         settings = load_settings()
     except ValueError as problem:
-        print(f"{prog}: usage: {problem}", file=sys.stderr)
+        print(printable(f"{prog}: usage: {problem}"), file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
     if concurrency is not None and concurrency < 1:
-        print(f"{prog}: usage: --concurrency must be at least 1", file=sys.stderr)
+        print(printable(f"{prog}: usage: --concurrency must be at least 1"), file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     return settings
 
@@ -174,7 +175,7 @@ def check_leg_cache(prog: str, settings: FlowSettings) -> None:
         else:
             LegCache(settings.leg_cache_dir).close()
     except LegCacheUnusable as problem:
-        print(f"{prog}: {problem}", file=sys.stderr)
+        print(printable(f"{prog}: {problem}"), file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
 
 
@@ -200,24 +201,24 @@ def one_line_errors(prog: str) -> Iterator[None]:
     try:
         yield
     except EmbeddedServerError as problem:
-        print(f"{prog}: {problem}", file=sys.stderr)
+        print(printable(f"{prog}: {problem}"), file=sys.stderr)
         raise SystemExit(EXIT_UNAVAILABLE) from None
     except FlowInputError as problem:
-        print(f"{prog}: {'usage: ' if problem.exit_code == EXIT_USAGE else ''}{problem}", file=sys.stderr)
+        print(printable(f"{prog}: {'usage: ' if problem.exit_code == EXIT_USAGE else ''}{problem}"), file=sys.stderr)
         raise SystemExit(problem.exit_code) from None
     except LegCacheUnusable as problem:
-        print(f"{prog}: {problem}", file=sys.stderr)
+        print(printable(f"{prog}: {problem}"), file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
     except OSError as problem:
         name = errno.errorcode.get(problem.errno or 0, type(problem).__name__)
         where = f" {problem.filename}" if problem.filename else ""
-        print(f"{prog}: {name}:{where}: {problem.strerror or problem}", file=sys.stderr)
+        print(printable(f"{prog}: {name}:{where}: {problem.strerror or problem}"), file=sys.stderr)
         raise SystemExit(EXIT_IO) from None
     except Exception as problem:
         refused = api_refusal(problem)
         if refused is None:
             raise
-        print(f"{prog}: {refused}", file=sys.stderr)
+        print(printable(f"{prog}: {refused}"), file=sys.stderr)
         raise SystemExit(EXIT_UNAVAILABLE) from None
 
 

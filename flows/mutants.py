@@ -78,6 +78,7 @@ from evalquality_core.mutants.verdicts import (
     with_representatives,
 )
 from evalquality_core.preflight.plan import plan_preflight
+from evalquality_core.printable import printable
 from evalquality_core.suite import load as core_load
 from evalquality_core.suite.evaluator import requests_for_plan
 from evalquality_core.suite.generate import resolve_oracles
@@ -560,7 +561,7 @@ def mutants(
     run = MutantsRun(tuple(results), costs, time.perf_counter() - started)
     if any(r.problem for r in results):
         first = next(r for r in results if r.problem)
-        return Failed(message=f"suite {first.name} could not run: {first.problem}", data=run)
+        return Failed(message=printable(f"suite {first.name} could not run: {first.problem}"), data=run)
     return Completed(message=costs.line(), data=run)
 
 
@@ -646,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parse_operator_names([n.strip() for n in (args.operators or "").split(",") if n.strip()])
     except UnknownOperator as problem:
-        print(f"{PROG}: usage: --operators: {problem}", file=sys.stderr)
+        print(printable(f"{PROG}: usage: --operators: {problem}"), file=sys.stderr)
         return 64
     with one_line_errors(PROG):
         check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, None)
@@ -655,10 +656,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with embedded_server(PROG), api_watchdog(PROG):
             run = run_mutants_flow(args, settings, args.concurrency or settings.concurrency)
     for result in run.suites:
-        print(suite_line(result))
+        print(printable(suite_line(result)))
         trials = trials_line(result.name, None if result.summary is None else result.summary.get("evaluatorTrials"))
         if trials is not None:
-            print(trials)
+            print(printable(trials))
     print(run.costs.line())
     return 2 if any(result.problem for result in run.suites) else 0
 

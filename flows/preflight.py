@@ -39,6 +39,7 @@ from evalquality_core.adapters.command_line import kill_all_live_groups
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
+from evalquality_core.printable import printable
 from flows.baseline import GateResult, gate
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
@@ -68,7 +69,6 @@ from flows.watch import (
     LegProgress,
     RunLog,
     announce_flow_run,
-    as_log_text,
     preflight_run_name,
     tag_flow_run,
 )
@@ -213,7 +213,7 @@ def preflight(
     _log_report(log, run)
     if result is not None and result.exit_code != 0:
         message = gate_message(result)
-        return Failed(message=message, data=GateMoved(message, run))
+        return Failed(message=printable(message), data=GateMoved(printable(message), run))
     return Completed(message=summary_line(run), data=run)
 
 
@@ -227,7 +227,7 @@ def gate_message(result: GateResult) -> str:
 
 def _log_report(log: RunLog, run: PreflightRun) -> None:
     """The table and the cost line to the run logger (the console prints them itself, in ``main``)."""
-    log.to_logger(as_log_text(render_table(run.probes, run.failures)))
+    log.table_to_logger(render_table(run.probes, run.failures))
     log.to_logger(summary_line(run))
     for line in run.gate_lines:
         log.to_logger(line, 30 if run.gate_exit else 20)
@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_preflight_flow(settings, mode, gate_on_baseline=True, update_baseline=args.update_baseline)
     print_report(run)
     for line in run.gate_lines:
-        print(line)
+        print(printable(line))
     return run.gate_exit or 0
 
 

@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
-from flows.watch import ReadableTable
+from evalquality_core.printable import markdown_literal
+from flows.watch import ReadableTable, shown_text
 
 
 def outcome_of(verdict: Mapping[str, Any]) -> str:
@@ -136,10 +136,10 @@ def render_table(rows: Iterable[ProbePreflight], failures: Iterable[SuiteFailure
     """
     cells = [
         (row.suite, row.probe_id, "?" if row.legs_planned is None else str(row.legs_planned), str(row.spawned),
-         str(row.collapsed), str(row.from_cache), Text(row.outcome, style=_style(row.outcome)))
+         str(row.collapsed), str(row.from_cache), shown_text(row.outcome, _style(row.outcome)))
         for row in rows
     ] + [
-        (failure.suite, "-", "?", "0", "0", "0", Text(f"could not run: {failure.message}", style="red"))
+        (failure.suite, "-", "?", "0", "0", "0", shown_text(f"could not run: {failure.message}", "red"))
         for failure in failures
     ]
     return ReadableTable("Pre-flight", ("suite", "probe", *_COUNTS, "outcome"), cells, long=("outcome",), right=_COUNTS)
@@ -150,22 +150,27 @@ def _style(outcome: str) -> str:
 
 
 def markdown_report(run: PreflightRun) -> str:
-    """The same table as Markdown, for the Prefect UI's artifact tab."""
+    """The same table as Markdown, for the Prefect UI's artifact tab.
+
+    Every suite name, probe id, outcome, message and gate line is written :func:`markdown_literal`: a
+    suite folder named ``[x](javascript:alert(1))``, ``<script>`` or ``a|b`` shows as that literal text,
+    never a link, a tag or a broken row, and a target's control characters show escaped."""
     lines = [
         "| suite | probe | legs planned | spawned | collapsed | from cache | outcome |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
     for row in run.probes:
         planned = "?" if row.legs_planned is None else str(row.legs_planned)
-        outcome = row.outcome.replace("|", "\\|")
+        suite, probe, outcome = (markdown_literal(text) for text in (row.suite, row.probe_id, row.outcome))
         lines.append(
-            f"| {row.suite} | {row.probe_id} | {planned} | {row.spawned} | {row.collapsed} | {row.from_cache} | {outcome} |"
+            f"| {suite} | {probe} | {planned} | {row.spawned} | {row.collapsed} | {row.from_cache} | {outcome} |"
         )
     for failure in run.failures:
-        lines.append(f"| {failure.suite} | - | ? | 0 | 0 | 0 | could not run: {failure.message.replace('|', '/')} |")
+        suite, message = markdown_literal(failure.suite), markdown_literal(f"could not run: {failure.message}")
+        lines.append(f"| {suite} | - | ? | 0 | 0 | 0 | {message} |")
     lines += ["", summary_line(run)]
     if run.gate_exit is not None:
-        lines += ["", f"Baseline gate: **exit {run.gate_exit}**", ""] + [f"- {line}" for line in run.gate_lines]
+        lines += ["", f"Baseline gate: **exit {run.gate_exit}**", ""] + [f"- {markdown_literal(line)}" for line in run.gate_lines]
     return "\n".join(lines)
 
 

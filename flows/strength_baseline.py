@@ -33,6 +33,7 @@ from evalquality_core.artifacts.base import (
 )
 from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.printable import printable
 from evalquality_core.registries import ProbeClass, Verdict
 from evalquality_core.suite.load import SuiteError, read_suite_bytes
 from flows.output import write_atomically
@@ -316,22 +317,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         documents = documents_in(Path(args.out))
     except RuntimeFault as fault:
-        print(f"could not measure: artifact failed its schema: {fault}")
+        print(printable(f"could not measure: artifact failed its schema: {fault}"))
         return EXIT_ENVIRONMENT
     if not documents:
-        print(f"could not measure: no contract-strength.json under {args.out}", file=sys.stderr)
+        print(printable(f"could not measure: no contract-strength.json under {args.out}"), file=sys.stderr)
         return EXIT_ENVIRONMENT
     if args.update_baseline:
         update_baseline(baseline_path, documents.values())
-        print(f"baseline rewritten: {baseline_path}")
+        print(printable(f"baseline rewritten: {baseline_path}"))
     try:
         recorded = read_baseline(baseline_path)
     except RuntimeFault as fault:
-        print(f"could not measure: baseline unreadable: {fault}")
+        print(printable(f"could not measure: baseline unreadable: {fault}"))
         return EXIT_ENVIRONMENT
     result = compare_with_baseline(documents, recorded, baseline_name=str(baseline_path))
     for line in result.lines():
-        print(line)
+        print(printable(line))
     return result.exit_code
 
 

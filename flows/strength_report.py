@@ -26,6 +26,10 @@ store or a mail attachment with no network. From the top:
   count), the trial votes, and links to the evidence JSON and the probe's Prefect task run. A filter by
   status works without script (radio buttons and CSS).
 
+Every name, id, message and line a user or target wrote is shown escaped: ``html_literal`` in the HTML
+report (control characters escaped, then ``html.escape``), ``markdown_literal`` in the markdown summary
+and in descriptions, ``printable`` in the table artifact's cells (evalquality_core/printable.py).
+
 Rendering is pure (documents in, text out); only ``publish_artifacts`` talks to Prefect and only
 ``write_html_report`` and ``mutations_of`` touch files.
 """
@@ -33,7 +37,6 @@ Rendering is pure (documents in, text out); only ``publish_artifacts`` talks to 
 from __future__ import annotations
 
 import difflib
-import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -41,7 +44,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from evalquality_core.printable import html_literal, markdown_literal, printable
 from flows.output import write_atomically
 from flows.strength_baseline import GateResult
 from flows.strength_document import (
@@ -160,13 +165,14 @@ def artifact_key(*parts: str) -> str:
 def summary_markdown(report: StrengthReport) -> str:
     """The markdown summary artifact: strength vector per contract, run counts, and the gate's verdict."""
     lines = [f"# Contract strength, {report.at}", "", f"Gate: **exit {report.gate.exit_code}**", ""]
-    lines += [f"- {html.escape(line)}" for line in report.gate.lines()]
+    lines += [f"- {markdown_literal(line)}" for line in report.gate.lines()]
     lines += ["", f"Cost: {report.counts.sentence()}.", ""]
     lines += ["| suite | contract | probes | " + " | ".join(VECTOR_CLASSES) + " |"]
     lines += ["|---|---|---|" + "---|" * len(VECTOR_CLASSES)]
     for name, doc in sorted(report.documents.items()):
         cells = [format_class(v) for v in vector_classes(doc.strength).values()]
-        lines.append(f"| {name} | {doc.contract_id} | {doc.probe_count} | " + " | ".join(cells) + " |")
+        lines.append(f"| {markdown_literal(name)} | {markdown_literal(doc.contract_id)} | {doc.probe_count} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -185,9 +191,11 @@ def publish_artifacts(report: StrengthReport, report_path: Path | None = None) -
 
     for name, doc in sorted(report.documents.items()):
         create_table_artifact(
-            table=contract_table_rows(doc),
+            # A table artifact's cells are shown as plain text (no Markdown): printable is enough.
+            table=[{column: printable(value) for column, value in row.items()} for row in contract_table_rows(doc)],
             key=artifact_key("strength", name),
-            description=f"Contract {doc.contract_id} (suite {name}): per-probe outcome and verdict",
+            # A description is rendered as Markdown in the UI.
+            description=markdown_literal(f"Contract {doc.contract_id} (suite {name}): per-probe outcome and verdict"),
         )
     create_markdown_artifact(
         markdown=summary_markdown(report),
@@ -404,7 +412,7 @@ def _filter_css() -> str:
 def _badge(text: str, kind: str | None = None) -> str:
     kind = kind or text
     mark = "&#9888; " if kind in ("Invalid", "refused") else ""
-    return f'<span class="badge b-{html.escape(kind)}">{mark}{html.escape(text)}</span>'
+    return f'<span class="badge b-{html_literal(kind)}">{mark}{html_literal(text)}</span>'
 
 
 def _bar_chart(documents: Mapping[str, SuiteStrength]) -> str:
@@ -423,7 +431,7 @@ def _bar_chart(documents: Mapping[str, SuiteStrength]) -> str:
     y = pad
     for name in names:
         classes = vector_classes(documents[name].strength)
-        out.append(f'<text x="{label_w - 8}" y="{y + row_h}" font-size="12" text-anchor="end">{html.escape(name)}</text>')
+        out.append(f'<text x="{label_w - 8}" y="{y + row_h}" font-size="12" text-anchor="end">{html_literal(name)}</text>')
         for index, cls in enumerate(CHART_CLASSES):
             value = classes[cls]
             by = y + index * row_h
@@ -431,11 +439,11 @@ def _bar_chart(documents: Mapping[str, SuiteStrength]) -> str:
                 out.append(f'<rect x="{label_w}" y="{by + 3}" width="4" height="{row_h - 6}" fill="#d1d5db"/>')
             else:
                 out.append(f'<rect x="{label_w}" y="{by + 3}" width="{max(value.rate * bar_w, 2):.1f}" '
-                           f'height="{row_h - 6}" fill="{_PALETTE[index]}"><title>{html.escape(name)} {cls} '
+                           f'height="{row_h - 6}" fill="{_PALETTE[index]}"><title>{html_literal(name)} {cls} '
                            f'{format_class(value)}</title></rect>')
             text = f"{cls}: {format_class(value)}"
             tx = label_w + (value.rate * bar_w if value and value.rate is not None else 0) + 6
-            out.append(f'<text x="{tx:.1f}" y="{by + row_h - 5}" font-size="11" fill="#374151">{html.escape(text)}</text>')
+            out.append(f'<text x="{tx:.1f}" y="{by + row_h - 5}" font-size="11" fill="#374151">{html_literal(text)}</text>')
         y += row_h * len(CHART_CLASSES) + 12
     out.append("</svg>")
     return "".join(out)
@@ -469,7 +477,7 @@ _MARKERS = ("circle", "square", "diamond", "triangle")
 
 
 def _marker(shape: str, x: float, y: float, color: str, title: str) -> str:
-    tip = f"<title>{html.escape(title)}</title>"
+    tip = f"<title>{html_literal(title)}</title>"
     if shape == "square":
         return f'<rect x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" fill="{color}">{tip}</rect>'
     if shape == "diamond":
@@ -517,8 +525,8 @@ def _history_chart(nights: Sequence[Mapping[str, Any]]) -> str:
         if any(abs(x - other) < 70 for other in labelled):
             continue  # labels never overlap; every run still has its marker (and a tooltip with its time)
         labelled.append(x)
-        day = html.escape(f"{moment:%Y-%m-%d}" if moment else str(nights[i].get("at", ""))[:10])
-        clock = html.escape(f"{moment:%H:%M}Z" if moment else "")
+        day = html_literal(f"{moment:%Y-%m-%d}" if moment else str(nights[i].get("at", ""))[:10])
+        clock = html_literal(f"{moment:%H:%M}Z" if moment else "")
         out.append(f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" y2="{top + plot_h + 4}" stroke="#9ca3af"/>')
         out.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" font-size="10" text-anchor="middle" fill="#6b7280">{day}</text>')
         out.append(f'<text x="{x:.1f}" y="{top + plot_h + 28}" font-size="10" text-anchor="middle" fill="#6b7280">{clock}</text>')
@@ -550,7 +558,7 @@ def _history_chart(nights: Sequence[Mapping[str, Any]]) -> str:
         ly, lx = top + 4 + index * 16, left + plot_w + 40
         out.append(f'<line x1="{lx}" y1="{ly + 5}" x2="{lx + 22}" y2="{ly + 5}" stroke="{color}" stroke-width="3"{dash_attr}/>')
         out.append(_marker(shape, lx + 11, ly + 5, color, name))
-        out.append(f'<text x="{lx + 28}" y="{ly + 9}" font-size="11">{html.escape(name)}</text>')
+        out.append(f'<text x="{lx + 28}" y="{ly + 9}" font-size="11">{html_literal(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -561,12 +569,12 @@ def _since_block(history: Sequence[Mapping[str, Any]]) -> str:
         return '<div class="since same" id="since">First recorded run: nothing earlier to compare with.</div>'
     before, now = history[-2], history[-1]
     run = str(before.get("flowRunName") or "")
-    who = f", flow run {html.escape(run)}" if run else ""
-    when = html.escape(str(before.get("at", "")))
+    who = f", flow run {html_literal(run)}" if run else ""
+    when = html_literal(str(before.get("at", "")))
     changes = changes_between(before, now)
     if not changes:
         return f'<div class="since same" id="since">No change since the previous run ({when}{who}).</div>'
-    items = "".join(f"<li>{html.escape(change.describe())}</li>" for change in changes)
+    items = "".join(f"<li>{html_literal(change.describe())}</li>" for change in changes)
     count = f"{len(changes)} change{'s' if len(changes) != 1 else ''}"
     return f'<div class="since moved" id="since">{count} since the previous run ({when}{who}):<ul>{items}</ul></div>'
 
@@ -574,13 +582,13 @@ def _since_block(history: Sequence[Mapping[str, Any]]) -> str:
 def _gate_block(gate: GateResult) -> str:
     css = {0: "ok", 1: "measured"}.get(gate.exit_code, "env")
     title = {0: "Matches the baseline", 1: "A verdict moved"}.get(gate.exit_code, "Could not measure, or the environment moved")
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in gate.lines())
-    return f'<div class="gate {css}">Gate against the committed baseline: exit {gate.exit_code}, {html.escape(title)}<ul>{items}</ul></div>'
+    items = "".join(f"<li>{html_literal(line)}</li>" for line in gate.lines())
+    return f'<div class="gate {css}">Gate against the committed baseline: exit {gate.exit_code}, {html_literal(title)}<ul>{items}</ul></div>'
 
 
 def _class_cell(value: ClassStrength | None, view: Mapping[str, Any] | None) -> str:
     """One class of one contract: the run's vector, the aggregate's numbers and its floor decision."""
-    parts = [html.escape(format_class(value))]
+    parts = [html_literal(format_class(value))]
     aggregate = (view or {}).get("aggregate")
     if isinstance(aggregate, dict):
         comparable = "" if aggregate.get("comparable") else ", not comparable"
@@ -589,8 +597,8 @@ def _class_cell(value: ClassStrength | None, view: Mapping[str, Any] | None) -> 
     floor = (view or {}).get("floor")
     if isinstance(floor, dict):
         bound = "" if floor.get("floor") is None else f" floor {floor['floor']:g}"
-        parts.append(f"{_badge(str(floor.get('decision')))}{html.escape(bound)} "
-                     f"<span class=\"sub\">{html.escape(str(floor.get('basis')))}</span>")
+        parts.append(f"{_badge(str(floor.get('decision')))}{html_literal(bound)} "
+                     f"<span class=\"sub\">{html_literal(str(floor.get('basis')))}</span>")
     return "<td>" + "<br>".join(parts) + "</td>"
 
 
@@ -615,15 +623,15 @@ def _contract_table(documents: Mapping[str, SuiteStrength], aggregates: Mapping[
         classes = vector_classes(doc.strength)
         cells = "".join(_class_cell(classes[cls], view.get(cls)) for cls in VECTOR_CLASSES)
         if doc.aggregate_refusal:
-            aggregate = f'{_badge("refused")}<br><span class="sub">{html.escape(doc.aggregate_refusal)}</span>'
+            aggregate = f'{_badge("refused")}<br><span class="sub">{html_literal(doc.aggregate_refusal)}</span>'
         elif aggregate_of(doc, aggregates, name) is not None:
             aggregate = "accepted"
         else:
             aggregate = '<span class="sub">none (no evidence minted)</span>'
         gaps = ", ".join(doc.unsatisfied_coverage_rules)
-        gap_line = f'<br><span class="sub">unsatisfied coverage: {html.escape(gaps)}</span>' if gaps else ""
+        gap_line = f'<br><span class="sub">unsatisfied coverage: {html_literal(gaps)}</span>' if gaps else ""
         rows.append(
-            f'<tr><td><b>{html.escape(name)}</b><br><span class="sub">{html.escape(doc.contract_id)}</span>{gap_line}</td>'
+            f'<tr><td><b>{html_literal(name)}</b><br><span class="sub">{html_literal(doc.contract_id)}</span>{gap_line}</td>'
             f"<td>{badges}</td>{cells}<td>{aggregate}</td></tr>"
         )
     return f'<table class="contracts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
@@ -658,7 +666,7 @@ def _diff_html(diff: str) -> str:
     for line in diff.splitlines():
         css = "add" if line.startswith("+") and not line.startswith("+++") else (
             "del" if line.startswith("-") and not line.startswith("---") else ("hunk" if line.startswith("@@") else ""))
-        out.append(f'<span class="{css}">{html.escape(line)}</span>' if css else html.escape(line))
+        out.append(f'<span class="{css}">{html_literal(line)}</span>' if css else html_literal(line))
     return '<pre class="diff">' + "\n".join(out) + "</pre>"
 
 
@@ -697,6 +705,12 @@ def catch_summary(probe_id: str, evidence: Mapping[str, Any] | None) -> tuple[st
     return "not caught: " + "; ".join(f"{state} ({', '.join(sorted(ids))})" for state, ids in sorted(states.items())), votes
 
 
+def relative_href(path: str) -> str:
+    """A link to a file beside the report: ``./`` and each segment percent-encoded, so a suite folder
+    named ``javascript:alert(1)`` is a path, never a URL scheme, and ``?``/``#`` in a name stay in it."""
+    return "./" + quote(path, safe="/")
+
+
 def _probe_rows(name: str, doc: SuiteStrength, details: Mapping[str, ProbeDetail]) -> list[str]:
     rows = []
     for pid, probe in sorted(doc.probes.items()):
@@ -704,32 +718,32 @@ def _probe_rows(name: str, doc: SuiteStrength, details: Mapping[str, ProbeDetail
         detail = details.get(f"{name}/{pid}") or ProbeDetail()
         mutation = detail.mutation
         cls = probe.probe_class + (" (clean control)" if probe.expected_clean else "")
-        description = html.escape(str(mutation.get("description"))) if mutation else (
+        description = html_literal(str(mutation.get("description"))) if mutation else (
             "no planted mutation (clean control)" if probe.expected_clean else "no mutation declared")
         if detail.evidence is not None or probe.verdict is None:
             caught, votes = catch_summary(pid, detail.evidence)
         else:
             caught, votes = "-", "-"  # scored, but its evidence is not at hand (the document alone)
-        basis = "<br>".join(html.escape(line) for line in distinct_lines(probe.basis)) or "-"
+        basis = "<br>".join(html_literal(line) for line in distinct_lines(probe.basis)) or "-"
         qualification = ", ".join(sorted(set(probe.qualification or []))) or "-"
         links = []
         if detail.evidence_href:
-            links.append(f'<a href="{html.escape(detail.evidence_href)}">evidence JSON</a>')
+            links.append(f'<a href="{html_literal(relative_href(detail.evidence_href))}">evidence JSON</a>')
         if detail.task_run_url:
-            links.append(f'<a href="{html.escape(detail.task_run_url)}">Prefect task run</a>')
+            links.append(f'<a href="{html_literal(detail.task_run_url)}">Prefect task run</a>')
         elif detail.task_run_id:
-            links.append(f"task run {html.escape(detail.task_run_id)}")
+            links.append(f"task run {html_literal(detail.task_run_id)}")
         diff = ""
         if mutation:
-            operator = html.escape(str(mutation.get("operator", "")))
-            diff = f"<p>operator {operator}, target {html.escape(str(mutation.get('target', '')))}</p>" + _diff_html(
+            operator = html_literal(str(mutation.get("operator", "")))
+            diff = f"<p>operator {operator}, target {html_literal(str(mutation.get('target', '')))}</p>" + _diff_html(
                 mutation_diff(mutation))
         rows.append(
-            f'<tr class="probe s-{html.escape(status)}"><td>{_badge(status)}</td><td>{html.escape(pid)}</td>'
-            f"<td>{html.escape(cls)}</td><td>{html.escape(probe.preflight)}</td>"
+            f'<tr class="probe s-{html_literal(status)}"><td>{_badge(status)}</td><td>{html_literal(pid)}</td>'
+            f"<td>{html_literal(cls)}</td><td>{html_literal(probe.preflight)}</td>"
             f"<td><details><summary>{description}</summary>{diff}</details></td>"
-            f"<td>{html.escape(caught)}</td><td>{html.escape(votes)}</td><td>{basis}</td>"
-            f"<td>{html.escape(qualification)}</td><td>{' &middot; '.join(links) or '-'}</td></tr>"
+            f"<td>{html_literal(caught)}</td><td>{html_literal(votes)}</td><td>{basis}</td>"
+            f"<td>{html_literal(qualification)}</td><td>{' &middot; '.join(links) or '-'}</td></tr>"
         )
     return rows
 
@@ -741,7 +755,7 @@ _PROBE_HEAD = ("status", "probe", "class", "pre-flight", "mutation", "caught?", 
 def _probe_section(name: str, doc: SuiteStrength, details: Mapping[str, ProbeDetail]) -> str:
     head = "".join(f"<th>{h}</th>" for h in _PROBE_HEAD)
     rows = "".join(_probe_rows(name, doc, details))
-    return (f'<div class="card"><h3>{html.escape(name)} &mdash; {html.escape(doc.contract_id)}</h3>'
+    return (f'<div class="card"><h3>{html_literal(name)} &mdash; {html_literal(doc.contract_id)}</h3>'
             f"<table class=\"probes\"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
             f"{survived_section(doc)}</div>")
 
@@ -755,14 +769,14 @@ def survived_section(doc: SuiteStrength) -> str:
     interval = "" if line.interval95 is None else f" [{line.interval95[0]:.2f}, {line.interval95[1]:.2f}]"
     score = "n/a" if line.score is None else f"{line.score:.2f}{interval}"
     kind = f"a sample of {line.valid} of {line.population} valid mutants, seed {line.seed}" if line.sampled else "every valid mutant"
-    parts = [f'<h4 id="survived-{html.escape(doc.suite)}">Generated mutants: kill score {line.detected}/{line.valid} = '
-             f"{html.escape(score)} ({html.escape(kind)}); {len(line.survived)} survived</h4>"]
+    parts = [f'<h4 id="survived-{html_literal(doc.suite)}">Generated mutants: kill score {line.detected}/{line.valid} = '
+             f"{html_literal(score)} ({html_literal(kind)}); {len(line.survived)} survived</h4>"]
     if line.evaluator is not None:
         parts.append(evaluator_trials_block(line.evaluator))
     for mutant in line.survived:
         diff = mutation_diff({"target": mutant.target, "find": mutant.find, "replace": mutant.replace})
-        parts.append(f"<details><summary>{html.escape(mutant.mutant_id)} &middot; {html.escape(mutant.mutator_name)} "
-                     f"&middot; {html.escape(mutant.target)}:{mutant.line} &mdash; {html.escape(mutant.reason)}</summary>"
+        parts.append(f"<details><summary>{html_literal(mutant.mutant_id)} &middot; {html_literal(mutant.mutator_name)} "
+                     f"&middot; {html_literal(mutant.target)}:{mutant.line} &mdash; {html_literal(mutant.reason)}</summary>"
                      f"{_diff_html(diff)}</details>")
     return "".join(parts)
 
@@ -780,14 +794,14 @@ def evaluator_trials_block(trials: GeneratedTrialStrength) -> str:
     sampled = ", ".join(f"{n} {name}" for name, n in trials.sampled.items())
     strata = "; ".join(f"on {name} mutants {_detection_text(e.caught, e.exercised, e.rate, e.interval95)}"
                        for name, e in trials.by_oracle_verdict.items())
-    head = (f"<p>Evaluator trials on {len(trials.mutants)} sampled mutants ({html.escape(sampled)}; seed {trials.seed}, "
+    head = (f"<p>Evaluator trials on {len(trials.mutants)} sampled mutants ({html_literal(sampled)}; seed {trials.seed}, "
             f"{trials.trials_per_mutant} trials each): detection "
             f"{_detection_text(detection.caught, detection.exercised, detection.rate, detection.interval95)} "
-            f"({html.escape(strata)}); agreement with the oracles "
+            f"({html_literal(strata)}); agreement with the oracles "
             f"{_detection_text(agreement.agree, agreement.compared, agreement.rate, agreement.interval95)}</p>")
     rows = "".join(
-        f"<tr><td>{html.escape(m.mutant_id)}</td><td>{html.escape(m.oracle_verdict)}</td>"
-        f"<td>{html.escape(m.evaluator_verdict or 'not exercised')}</td><td>{m.caught_count}/{m.valid_count}</td>"
+        f"<tr><td>{html_literal(m.mutant_id)}</td><td>{html_literal(m.oracle_verdict)}</td>"
+        f"<td>{html_literal(m.evaluator_verdict or 'not exercised')}</td><td>{m.caught_count}/{m.valid_count}</td>"
         f"<td>{'n/a' if m.agrees is None else ('yes' if m.agrees else 'no')}</td></tr>"
         for m in trials.mutants
     )
@@ -799,7 +813,7 @@ def render_html(report: StrengthReport) -> str:
     """The whole report as one HTML document with inline CSS and SVG (no external asset of any kind)."""
     run = ""
     if report.flow_run_name or report.flow_run_id:
-        run = f" &middot; flow run {html.escape(report.flow_run_name or '')} ({html.escape(report.flow_run_id or '?')})"
+        run = f" &middot; flow run {html_literal(report.flow_run_name or '')} ({html_literal(report.flow_run_id or '?')})"
     history = list(report.history)
     parts = [
         "<!DOCTYPE html>",
@@ -809,8 +823,8 @@ def render_html(report: StrengthReport) -> str:
         '<input type="radio" name="status" id="f-all" checked hidden>'
         + "".join(f'<input type="radio" name="status" id="f-{s}" hidden>' for s in STATUSES),
         "<main>",
-        f"<h1>Contract strength</h1><p class=\"sub\">Run at {html.escape(report.at)}{run} &middot; "
-        f"{html.escape(report.counts.sentence())}</p>",
+        f"<h1>Contract strength</h1><p class=\"sub\">Run at {html_literal(report.at)}{run} &middot; "
+        f"{html_literal(report.counts.sentence())}</p>",
         "<h2>Since the previous run</h2>",
         _since_block(history),
         "<h2>Gate</h2>",

@@ -14,6 +14,10 @@
 * **Tables.** :func:`console` is the console tables print on: the terminal's width, or 120 columns
   (``$COLUMNS`` if set) when piped. :class:`ReadableTable` keeps each row's key cells (suite, probe,
   counts, verdict) whole on one line at any width and writes long text whole under the row.
+* **Hostile text.** A line, a table cell or a title may quote what a target printed or a user named:
+  each is shown through :func:`evalquality_core.printable.printable` (control characters escaped,
+  one line stays one line) on the console and in the run logger alike, so a target's escape
+  sequences never reach a terminal or the Logs tab raw.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from evalquality_core.printable import printable
 from evalquality_core.probe.policy import MAX_WALL_CLOCK_SECONDS
 from flows.settings import user_api_url
 
@@ -52,8 +57,9 @@ def console(file: IO[str] | None = None) -> Console:
 
 def print_line(console: Console, text: str, style: str | None = None) -> None:
     """Print ``text`` as one line, however long: rich would break it at the console's width (120 columns
-    when piped), splitting a one-line error or gate line in two for whoever greps or reads the log."""
-    console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    when piped), splitting a one-line error or gate line in two for whoever greps or reads the log.
+    The text may quote a target's output: it is shown :func:`printable` (a newline in it shows as ``\\n``)."""
+    console.print(printable(text), style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def as_log_text(renderable: Any) -> str:
@@ -128,7 +134,7 @@ def tag_flow_run(tags: Iterable[str]) -> None:
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
         return
-    wanted = sorted(set(context.flow_run.tags) | set(tags))
+    wanted = sorted(set(context.flow_run.tags) | {printable(tag) for tag in tags})
     parent = context.flow_run.parent_task_run_id
     try:
         with get_client(sync_client=True) as client:
@@ -243,7 +249,7 @@ class RunLog:
 
     def _emit(self, level: int, text: str, style: str | None) -> None:
         if self._logger is not None:
-            self._logger.log(level, text, extra={_CONSOLE_MARK: True})
+            self._logger.log(level, printable(text), extra={_CONSOLE_MARK: True})
         print_line(self.console, text, style)
 
     def info(self, text: str) -> None:
@@ -255,9 +261,15 @@ class RunLog:
         self._emit(logging.WARNING, text, "yellow")
 
     def to_logger(self, text: str, level: int = logging.INFO) -> None:
-        """A line for the run logger only (e.g. a table the console prints as a rich table)."""
+        """A line for the run logger only (the console printed it itself), shown :func:`printable`."""
         if self._logger is not None:
-            self._logger.log(level, text, extra={_CONSOLE_MARK: True})
+            self._logger.log(level, printable(text), extra={_CONSOLE_MARK: True})
+
+    def table_to_logger(self, table: ReadableTable, level: int = logging.INFO) -> None:
+        """A table for the run logger only (the console prints it as a rich table): its plain text, whose
+        cells :class:`ReadableTable` already made printable (its line breaks are the layout's own)."""
+        if self._logger is not None:
+            self._logger.log(level, as_log_text(table), extra={_CONSOLE_MARK: True})
 
 
 # ----------------------------------------------------------------------------------------- progress
@@ -365,6 +377,18 @@ class LegProgress:
 # ------------------------------------------------------------------------------------------- tables
 
 
+def shown_text(text: str, style: str = "") -> Text:
+    """A styled table cell (or line) holding ``text`` made :func:`printable`. Build a ``Text`` cell with
+    this, never ``Text(raw)``: rich silently drops BEL, BS, CR, VT and FF from a ``Text`` (and keeps
+    ESC), so the escaping must come first."""
+    return Text(printable(text), style=style)
+
+
+def _printable_cell(cell: str | Text) -> Text:
+    """A plain cell as :func:`printable` text; a ``Text`` cell is taken as built by :func:`shown_text`."""
+    return cell if isinstance(cell, Text) else Text(printable(str(cell)))
+
+
 class ReadableTable:
     """A console table that stays readable at any width, on a terminal and in a piped log.
 
@@ -388,9 +412,10 @@ class ReadableTable:
         long: Sequence[str] = (),
         right: Sequence[str] = (),
     ) -> None:
-        self.title = title
+        # Titles and cells may quote a target or name a suite: shown printable, styles kept.
+        self.title = None if title is None else printable(title)
         self.headers = list(headers)
-        self.rows = [[cell if isinstance(cell, Text) else Text(str(cell)) for cell in row] for row in rows]
+        self.rows = [[_printable_cell(cell) for cell in row] for row in rows]
         self.long = [i for i, header in enumerate(self.headers) if header in long]
         self.right = {i for i, header in enumerate(self.headers) if header in right}
 

@@ -44,6 +44,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
 from evalquality_core.preflight.reduce import reduce_preflight
+from evalquality_core.printable import printable
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
@@ -271,7 +272,8 @@ def _log(level: int, text: str) -> None:
     if not logging.getLogger("prefect.task_runs").isEnabledFor(level):
         return
     try:
-        get_run_logger().log(level, text)
+        # The line names the leg and may quote the target (a fault's detail): shown printable.
+        get_run_logger().log(level, printable(text))
     except MissingContextError:
         pass
 
@@ -282,11 +284,11 @@ def leg_state(answer: LegAnswer) -> State:
     if answer.source == "spawned":
         return Completed(message=f"{_answer_of(answer.observation)} in {answer.elapsed_s:.2f} s", data=answer)
     if answer.source == "collapsed":
-        return Completed(name="Cached", message=f"collapsed onto {by.get('leg') or 'an identical leg'}", data=answer)
+        return Completed(name="Cached", message=printable(f"collapsed onto {by.get('leg') or 'an identical leg'}"), data=answer)
     run = f"run {by['run']}" if by.get("run") else "an earlier run"
     leg = f" as {by['leg']}" if by.get("leg") else ""
     at = f" at {by['at']}" if by.get("at") else ""
-    return Completed(name="Cached", message=f"from cache: answered by {run}{leg}{at}", data=answer)
+    return Completed(name="Cached", message=printable(f"from cache: answered by {run}{leg}{at}"), data=answer)
 
 
 # The run name comes from a ``label`` parameter (``<suite>/<probe>``) that is not part of the stage's
@@ -362,8 +364,10 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
             # database error during a read does, never with a traceback; nothing is cached.
             raise RuntimeFault("port-failure", LEG_CACHE_FAULT_PATH, str(lost)) from None
     except EvalQualityFault as fault:
-        message = f"{fault.code}: {fault.artifact_path}: {fault.detail}"
-        _log(logging.INFO if expected_faults else logging.WARNING, f"{leg}: fault: {message}")
+        # The state's message is shown (the UI, the engine's log line); its data keeps the raw fault.
+        raw = f"{fault.code}: {fault.artifact_path}: {fault.detail}"
+        message = printable(raw)
+        _log(logging.INFO if expected_faults else logging.WARNING, f"{leg}: fault: {raw}")
         _tell(job.invocation, "fault", leg)
         if expected_faults:
             return Completed(name="Faulted", message=message, data=fault)

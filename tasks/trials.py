@@ -34,6 +34,7 @@ from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
 from evalquality_core.canonical import canonical_bytes, digest_bytes
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.faults import EvalQualityFault
+from evalquality_core.printable import printable
 from evalquality_core.suite.evaluator_protocol import (
     PROTOCOL,
     EvaluatorCommand,
@@ -149,7 +150,7 @@ def run_trial(suite: str, probe_id: str, trial_index: int, key: str, job: TrialJ
     try:
         return _drive_and_judge(probe_id, trial_index, job)
     except TrialFault as fault:
-        return Failed(message=f"trial fault: {fault.reason}: {fault.detail}", data=TrialFaultNote(fault.reason, fault.detail))
+        return Failed(message=printable(f"trial fault: {fault.reason}: {fault.detail}"), data=TrialFaultNote(fault.reason, fault.detail))
 
 
 def evaluator_configuration_of(

@@ -13,6 +13,7 @@ import click
 from evalquality_core.cli.io import read_json
 from evalquality_core.cli.main import cli
 from evalquality_core.coverage.explanations import BY_RULE, EXPLANATIONS, explain
+from evalquality_core.printable import printable
 
 
 @cli.command("explain", help="Explain the AD-20 coverage rules (all, one RULE, or the gaps of --contract FILE).")
@@ -30,9 +31,9 @@ def explain_command(rule: str | None, contract_path: str | None) -> None:
         contract = read_artifact(EvalContract, read_json("contract", contract_path, "EvalContract"), "EvalContract")
         gaps = [gap.rule for gap in coverage_gaps(contract) if rule is None or gap.rule == rule]
         if not gaps:
-            click.echo(f"{contract_path}: no coverage gap" + (f" for {rule}" if rule else ""))
+            click.echo(printable(f"{contract_path}: no coverage gap" + (f" for {rule}" if rule else "")))
             return
-        click.echo(f"{contract_path}: {len(gaps)} coverage gap(s): {', '.join(gaps)}")
+        click.echo(printable(f"{contract_path}: {len(gaps)} coverage gap(s): {', '.join(gaps)}"))
         for name in gaps:
             click.echo(explain(name), nl=False)
         return

@@ -18,6 +18,7 @@ import click
 
 from evalquality_core.faults import AggregationRefusal, RuntimeFault, StructuralFailure
 from evalquality_core.migrate import MigrationRefusal
+from evalquality_core.printable import printable
 from evalquality_core.registries import EXIT_RUNTIME_FAULT, EXIT_STRUCTURAL, EXIT_USAGE
 
 #: Modules that each add their commands to ``cli`` when imported (one per command family).
@@ -64,9 +65,9 @@ def _load_commands() -> None:
 
 def say(line: str) -> None:
     """Print one diagnostic line, ``eval-quality: <line>``, on stderr."""
-    # One diagnostic is one line: a detail quoting author text (a pointer, a pattern) may hold a newline.
-    line = line.replace("\r", "\\r").replace("\n", "\\n")
-    click.echo(f"eval-quality: {line}", err=True)
+    # One diagnostic is one line, and it may quote author or target text (a pointer, a pattern, a
+    # server's stderr): shown with every control character escaped (evalquality_core/printable.py).
+    click.echo(f"eval-quality: {printable(line)}", err=True)
 
 
 def usage_message(exc: click.UsageError, args: list[str]) -> str:

@@ -12,6 +12,7 @@ import click
 
 from evalquality_core.cli.main import cli, say
 from evalquality_core.mutants.catalogue import CATALOGUE, UnknownOperator, parse_operator_names
+from evalquality_core.printable import printable
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
 EXIT_MUTANTS_FAILED = 2
@@ -58,7 +59,7 @@ def generate_command(directory: Path, operators: str | None, sample_size: int | 
     invalid = sum(1 for r in generation.rejected if r.rejection.status == "Invalid")
     duplicate = sum(1 for r in generation.rejected if r.rejection.status == "Duplicate")
     total = sum(generation.candidates_per_operator.values())
-    click.echo(
+    click.echo(printable(
         f"{total} candidates: {generation.valid_count} valid, {invalid} Invalid, {duplicate} Duplicate; "
         f"{len(generation.kept)} written to {directory / MUTANTS_DIR}"
-    )
+    ))

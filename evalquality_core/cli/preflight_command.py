@@ -25,6 +25,7 @@ from evalquality_core.cli.io import (
 from evalquality_core.cli.main import cli
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.pipeline import preflight_from_observations
+from evalquality_core.printable import printable
 
 
 def _as_list(value: Any, flag: str, schema_name: str) -> list[Any]:
@@ -59,7 +60,7 @@ def preflight_command(
 
     def sink(sink_run_id: str, stage: str, message: str) -> None:
         """One progress line on stderr (§2.6 sink)."""
-        click.echo(f"eval-quality: {stage}: {sink_run_id}: {message}", err=True)
+        click.echo(printable(f"eval-quality: {stage}: {sink_run_id}: {message}"), err=True)
 
     verdict = preflight_from_observations(contract_value, probe_values, run_id, observation_values, sink=sink)
     wire = to_wire(verdict) if hasattr(verdict, "model_dump") else verdict

@@ -21,6 +21,7 @@ import click
 
 from evalquality_core.cli.exit_codes import Outcome, exit_code_of
 from evalquality_core.cli.main import cli, say
+from evalquality_core.printable import printable
 from evalquality_core.registries import EXIT_INVALID
 from evalquality_core.suite.load import TOOL_PROBLEMS, problem_line
 
@@ -79,8 +80,8 @@ def suite_init(directory: Path) -> None:
     from evalquality_core.suite.init import init_suite
 
     for path in init_suite(directory):
-        click.echo(f"wrote {path}")
-    click.echo(f"next: eval-quality suite check {directory}")
+        click.echo(printable(f"wrote {path}"))
+    click.echo(printable(f"next: eval-quality suite check {directory}"))
 
 
 @suite_group.command("check", help="Run every authoring step's check on DIR; name the first problem and its fix.")
@@ -93,7 +94,7 @@ def suite_check(directory: Path) -> None:
     for step in check_suite(directory):
         if not step.ok:
             _fail("check", step.line())
-        click.echo(step.line())
+        click.echo(printable(step.line()))
 
 
 @suite_group.command(
@@ -118,16 +119,16 @@ def suite_generate(directory: Path, check_only: bool, jobs: int) -> None:
     if check_only:
         stale = stale_files(out)
         for path in stale:
-            click.echo(f"stale: {path}")
+            click.echo(printable(f"stale: {path}"))
         if stale:
             say(f"suite generate: {len(stale)} file(s) stale or missing; run eval-quality suite generate {directory}")
             raise click.exceptions.Exit(EXIT_SUITE_STALE)
         click.echo(f"{len(out.files)} file(s) up to date")
     else:
         for path in write_files(out):
-            click.echo(f"wrote {path}")
+            click.echo(printable(f"wrote {path}"))
         for note in out.notes:
-            click.echo(note)
+            click.echo(printable(note))
     # Written (refused probes are recorded refused), yet a suite no probe qualifies in measures nothing:
     # every probe of it would score Invalid, so it exits as an Invalid score does (3).
     unqualified = unqualified_suites(out)
@@ -154,7 +155,7 @@ def suite_trials(directory: Path, count: int | None, probe_ids: tuple[str, ...],
         raise click.UsageError(f"--probe {unknown[0]}: no such probe in {directory} (it has {', '.join(sorted(known))})")
     written = regenerate(directory, count or DEFAULT_TRIALS, list(probe_ids) or None, jobs=jobs)
     for path in written:
-        click.echo(f"wrote {path}")
+        click.echo(printable(f"wrote {path}"))
     # A failed pre-flight is stored with its trials (scoring them is then Invalid) and exits as the
     # preflight command does: 3, one line per probe naming its stored verdict and the failed checks.
     failures = stored_preflight_failures(written)

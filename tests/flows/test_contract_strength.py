@@ -169,7 +169,7 @@ def test_matches_the_committed_baseline_and_a_rerun_spawns_and_rescores_nothing(
     assert re.fullmatch(r"contract-strength 1 suite \d{4}-\d\d-\d\dT\d\d:\d\dZ", nights[1]["flowRunName"])
     html_text = (out / REPORT_FILE).read_text()
     assert 'id="since">No change since the previous run' in html_text  # the second run changed nothing
-    assert 'href="notes/evidence-P-001.json"' in html_text and "store-write-deletion" in html_text
+    assert 'href="./notes/evidence-P-001.json"' in html_text and "store-write-deletion" in html_text
     names = _task_run_names(nights[0]["flowRunId"])
     # (compile/notes ran in the pre-flight subflow, whose answer the strength flow reads back.)
     assert {"seal/notes", "score/notes/P-001", "score/notes/P-006"} <= names

@@ -110,6 +110,7 @@ def test_markdown_report_rows_and_cost_line():
     from flows.report import markdown_report
 
     text = markdown_report(_run(_row("P-001", spawned=2, cached=3), failures=(SuiteFailure("trace", "a|b"),)))
-    assert "| notes | P-001 | 5 | 2 | 0 | 3 | passed |" in text.splitlines()
-    assert "| trace | - | ? | 0 | 0 | 0 | could not run: a/b |" in text.splitlines()
+    # Names and messages are Markdown literals (ASCII punctuation escaped): a "|" cannot end the cell.
+    assert "| notes | P\\-001 | 5 | 2 | 0 | 3 | passed |" in text.splitlines()
+    assert "| trace | - | ? | 0 | 0 | 0 | could not run\\: a\\|b |" in text.splitlines()
     assert text.splitlines()[-1] == "2 legs run and 3 answered from cache, 2.5 s spent in legs"

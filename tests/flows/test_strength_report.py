@@ -179,10 +179,11 @@ def test_summary_markdown_names_vectors_counts_and_moves(conformance, tmp_path):
     gate = GateResult(1, [Move("measured", "test-review", "P-004", "verdict", "CONCERNS", "FAIL")])
     text = summary_markdown(_report(conformance, tmp_path, gate))
     assert "Gate: **exit 1**" in text
-    assert "- test-review P-004: verdict moved CONCERNS -&gt; FAIL" in text
+    # Names and lines are Markdown literals: every ASCII punctuation character backslash-escaped.
+    assert "- test\\-review P\\-004\\: verdict moved CONCERNS \\-\\> FAIL" in text
     assert "3 legs run and 160 answered from cache" in text
     assert "2 probes re-scored and 57 answered from cache" in text
-    assert "| test-review | tea-test-review-behavioral | 11 | 9/9 (1.00) | 0/0 (-) | n/a |" in text
+    assert "| test\\-review | tea\\-test\\-review\\-behavioral | 11 | 9/9 (1.00) | 0/0 (-) | n/a |" in text
 
 
 def test_history_appends_nights_and_survives_a_corrupt_file(conformance, tmp_path):
@@ -204,7 +205,7 @@ def test_html_is_self_contained(conformance, tmp_path):
     # No external asset: no src attribute, no stylesheet or script link, no url(...) in the CSS, no @import;
     # the only links are to the evidence files beside the report.
     assert not re.search(r"""\bsrc\s*=|<link|<script|url\(|@import""", text)
-    assert re.findall(r'href="([^"]*)"', text) == ["test-review/evidence-P-001.json"]
+    assert re.findall(r'href="([^"]*)"', text) == ["./test-review/evidence-P-001.json"]
     assert "Across runs" in text
 
 
