@@ -13,7 +13,9 @@ preceded by as many empty lines as precede them in the file (error line numbers 
 under the file's ``from __future__`` flags. A passing part is the whole file's verdict: the untouched
 statements compiled before, statements of one block join at line boundaries, and no operator introduces
 a name, a ``global``/``nonlocal``, a ``yield``/``await`` or an import that a check across statements could
-see. A refused part is compiled whole before it is reported (rare: most candidates compile), so an
+see; the one thing an operator removes that such a check sees, a binding (a deleted ``n += 1``), matters
+only to a ``nonlocal``, so a function holding a ``nonlocal``, ``global`` or ``yield`` anywhere is compiled
+whole within its own block. A refused part is compiled whole before it is reported (rare: most candidates compile), so an
 Invalid reason is always the whole file's. Duplicates are remembered by a digest of the edit, which the mutated file determines and
 which determines it (``find`` occurs once in the original), never by the mutated text itself.
 """
@@ -66,6 +68,10 @@ def _first_line(statement: ast.stmt) -> int:
 _WRAPPERS: dict[type, str] = {ast.ClassDef: "class _:", ast.FunctionDef: "def _():", ast.AsyncFunctionDef: "async def _():"}
 
 
+#: What makes a function's statements depend on each other at compile time.
+_CROSS_STATEMENT = (ast.Nonlocal, ast.Global, ast.Yield, ast.YieldFrom)
+
+
 class SourceOutline:
     """One original file's line offsets, statement lines per block and ``__future__`` flags."""
 
@@ -78,6 +84,13 @@ class SourceOutline:
         except (SyntaxError, ValueError):
             self.module = None  # not Python: every candidate is compiled whole (and the original's error shows)
         self._blocks: dict[int, tuple[list[int], list[int]]] = {}
+        # Functions whose statements are not compiled apart: a ``nonlocal`` or ``global`` below them checks
+        # bindings across their statements (deleting ``n += 1`` can leave a ``nonlocal n`` unbound), and a
+        # ``yield`` makes every ``return`` of the function a generator's.
+        self._opaque = {
+            id(node) for node in ast.walk(self.module) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and any(isinstance(inner, _CROSS_STATEMENT) for inner in ast.walk(node))
+        } if self.module is not None else set()
         for statement in self.module.body if self.module is not None else []:
             if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
                 for alias in statement.names:
@@ -107,7 +120,7 @@ class SourceOutline:
             if low > high:
                 return first, last, header
             inner = body[low]
-            if low == high and type(inner) in _WRAPPERS and inner.body:
+            if low == high and type(inner) in _WRAPPERS and inner.body and id(inner) not in self._opaque:
                 inner_starts, _ = self._lines(inner.body)
                 if inner_starts[0] > inner.lineno and first >= inner_starts[0]:
                     body, header = inner.body, _WRAPPERS[type(inner)]
