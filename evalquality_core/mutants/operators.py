@@ -305,6 +305,9 @@ def candidate_list(
     return out
 
 
+#: An indentation no file uses: a node that renders the same inside it as alone emits no indentation,
+#: so its code is the same wherever it stands (a multi-line string literal, say).
+_PROBE_INDENT = "\t \f"
 #: How far up, and how many distinct indentations, :meth:`Renderer._indents` looks.
 _INDENT_LOOKBACK = 400
 _INDENT_GUESSES = 8
@@ -346,8 +349,9 @@ class Renderer:
     iterable of a ``for``, the operator of a comparison), so a compound statement's block is neither
     rendered nor re-rendered. A splice is the same text when the narrowed node renders on its own
     exactly as it stands in the file (its code does not depend on the surrounding indentation) and its
-    replacement starts no new line (so no indentation is emitted inside it); otherwise the tree is
-    re-rendered. (Where libcst does not round-trip a file, as one ending in a bare ``\r``, the splice
+    replacement emits no indentation (it starts no new line, or renders the same inside a probe
+    indentation as alone: a multi-line string literal); a node spanning indented lines is rendered at
+    the indentation that reproduces it (``_render_at``); otherwise the tree is re-rendered. (Where libcst does not round-trip a file, as one ending in a bare ``\r``, the splice
     keeps the original bytes the re-render would have changed: the edit stays the mutation alone.)
     """
 
@@ -384,7 +388,10 @@ class Renderer:
         start, end = span
         code = self._module.code_for_node(replacement)
         alone = self._module.code_for_node(node)
-        if "\n" not in code and "\r" not in code and alone == self._source[start:end]:
+        if alone == self._source[start:end] and (
+            "\n" not in code and "\r" not in code
+            or CodegenState is not None and _render_at(self._module, replacement, _PROBE_INDENT) == code
+        ):
             return start, end, code
         # A node spanning lines renders the enclosing block's indentation after each of its newlines (a
         # parenthesised condition, a call's arguments): rendered at the indentation that reproduces its
