@@ -21,18 +21,18 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from evalquality_core.mutants import generate as generation  # noqa: E402
-from evalquality_core.mutants.operators import candidates  # noqa: E402
+from evalquality_core.mutants.operators import candidate_list  # noqa: E402
 from evalquality_core.suite.mutants import system_sources  # noqa: E402
 
 
 def _best(repeat: int, sources: dict[str, str], splice: bool) -> tuple[float, object]:
-    generation.candidates = functools.partial(candidates, splice=splice)  # type: ignore[attr-defined]
+    generation.candidate_list = functools.partial(candidate_list, splice=splice)  # type: ignore[attr-defined]
     best, result = float("inf"), None
     for _ in range(repeat):
         started = time.perf_counter()
         result = generation.generate(sources)
         best = min(best, time.perf_counter() - started)
-    generation.candidates = candidates  # type: ignore[attr-defined]
+    generation.candidate_list = candidate_list  # type: ignore[attr-defined]
     return best, result
 
 

@@ -17,9 +17,13 @@ Timeout         some run of the mutant exceeded its wall-clock budget (``budget-
                 session alike): detected, as in mutation testing.
 Stillborn       every run of the mutant fails the same way at start-up: all faults with one code, or
                 all answers identical to each other AND a failure (a non-zero exit, a tool error, a
-                5xx) or silence (exit 0, nothing on stdout or stderr: the script never ran), while
-                the clean answers are not all so. Not a valid mutant (RuntimeError). Identical
-                successful answers (a command that always prints the same line) are Observable.
+                5xx: a crash at import or start-up), while the clean answers are not all so. Not a
+                valid mutant (RuntimeError). A run that answers without failing is never a start-up
+                failure, however alike the answers: identical successful answers (a command that
+                always prints the same line) and silence (exit 0 with nothing on stdout or stderr: a
+                main that exits at once, a dead ``__main__`` guard) are answers the contract's
+                oracles check against the clean ones, so the rows below decide (issue 34; before, a
+                silent exit 0 was Stillborn and left out of the score even when oracles killed it).
 Unobservable    every observation equals the clean one: equivalent for this contract.
 ArtifactOnly    only artifacts differ (qualification would refuse an artifact-channel signature).
 Observable      some response channel differs (or some run faulted where the clean one answered).
@@ -168,21 +172,15 @@ def _same_way(outcomes: Sequence[RunOutcome]) -> bool:
         channels = channels_of(outcome.observation)
         channels.pop("artifacts", None)
         answers.append(channels)
-    return all(answer == answers[0] for answer in answers[1:]) and _failed_or_silent(answers[0])
+    return all(answer == answers[0] for answer in answers[1:]) and _failed(answers[0])
 
 
-def _silent(stream: Any) -> bool:
-    return not isinstance(stream, Mapping) or stream.get("kind") == "absent" or stream.get("value") in ("", None)
-
-
-def _failed_or_silent(answer: Mapping[str, Any]) -> bool:
-    """Whether one answer is a start-up failure: a non-zero exit, a tool error, a server error, or a
-    command that said nothing at all (its script never ran, as with a dead ``__main__`` guard)."""
+def _failed(answer: Mapping[str, Any]) -> bool:
+    """Whether one answer is a failure a crash at start-up gives: a non-zero exit, a tool error, a server
+    error. A successful answer, even an empty one (exit 0, nothing said), is not (module docstring)."""
     if answer.get("exit-code") not in (None, 0) or answer.get("is-error") is True:
         return True
-    if isinstance(answer.get("status"), int):
-        return bool(answer["status"] >= 500)
-    return "stdout" in answer and _silent(answer.get("stdout")) and _silent(answer.get("stderr"))
+    return isinstance(answer.get("status"), int) and bool(answer["status"] >= 500)
 
 
 def classify(

@@ -34,15 +34,20 @@ def _line_end(text: str, index: int) -> int:
     return len(text) if found < 0 else found + 1
 
 
-def edit_between(original: str, mutated: str) -> Edit:
-    """The one ``find``/``replace`` pair turning ``original`` into ``mutated`` (module docstring)."""
+def edit_between(original: str, mutated: str, *, same_before: int = 0, same_after: int = 0) -> Edit:
+    """The one ``find``/``replace`` pair turning ``original`` into ``mutated`` (module docstring).
+
+    ``same_before``/``same_after``: how many leading/trailing characters the caller knows the two texts
+    share (a splice's untouched head and tail); the scan for the changed part starts there instead of
+    comparing the whole file character by character in Python, which cost about as much per candidate
+    as the file is long (issue 34). The edit is the same either way."""
     if original == mutated:
         raise NotExpressible("the mutated text equals the original")
-    prefix = 0
     limit = min(len(original), len(mutated))
+    prefix = min(same_before, limit)
     while prefix < limit and original[prefix] == mutated[prefix]:
         prefix += 1
-    suffix = 0
+    suffix = min(same_after, limit - prefix)
     while suffix < limit - prefix and original[-1 - suffix] == mutated[-1 - suffix]:
         suffix += 1
     start = _line_start(original, prefix)

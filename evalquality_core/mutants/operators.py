@@ -12,6 +12,7 @@ deleted (a missing import only ever fails at start-up).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,11 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 from evalquality_core.mutants.catalogue import OPERATOR_NAMES
+
+try:  # libcst's code generation state: what Module.code_for_node renders with (no indentation)
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - another libcst layout: every multi-line node is re-rendered
+    CodegenState = None  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +96,13 @@ class _Collector(cst.CSTVisitor):
         self.operators = set(operators)
         self.found: list[tuple[str, cst.CSTNode, cst.CSTNode]] = []
         self.skipped: set[int] = set()  # ids of docstring nodes and what lies inside them
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Visit ``node``; a replacement libcst refuses to build (its spacing would not parse) is no candidate."""
+        try:
+            return super().on_visit(node)
+        except cst.CSTValidationError:
+            return True
 
     def _add(self, operator: str, node: cst.CSTNode, replacement: cst.CSTNode | None) -> None:
         if operator in self.operators and replacement is not None and id(node) not in self.skipped:
@@ -198,7 +211,11 @@ class _Collector(cst.CSTVisitor):
     def _conditions(self, node: cst.CSTNode, test: cst.BaseExpression, field: str) -> None:
         for literal in ("True", "False"):
             if not (isinstance(test, cst.Name) and test.value == literal):
-                self._add("condition", node, node.with_changes(**{field: cst.Name(literal)}))
+                try:
+                    replacement = node.with_changes(**{field: cst.Name(literal)})
+                except cst.CSTValidationError:  # ``if(x):``: no space after ``if``, so the parentheses stay
+                    replacement = node.with_changes(**{field: cst.Name(literal, lpar=test.lpar, rpar=test.rpar)})
+                self._add("condition", node, replacement)
 
     def visit_If(self, node: cst.If) -> None:
         self._conditions(node, node.test, "test")
@@ -239,10 +256,18 @@ def parse_module(source: str) -> cst.Module:
 
 def candidates(
     source: str, operators: Sequence[str] = OPERATOR_NAMES, *, splice: bool = True
-) -> Iterator[tuple[Candidate, Callable[[], str]]]:
-    """Every candidate mutation of ``source`` under ``operators``, in source order, each with a function
-    that renders the whole mutated file (rendered lazily: most callers sample before they render).
-    ``splice=False`` always re-renders the whole tree (``_renderer``; tests compare the two)."""
+) -> Iterator[tuple[Candidate, Renderer]]:
+    """Every candidate mutation of ``source`` under ``operators``, in source order, each with a
+    :class:`Renderer` of the whole mutated file (rendered lazily: most callers sample before they render).
+    ``splice=False`` always re-renders the whole tree (tests compare the two)."""
+    return iter(candidate_list(source, operators, splice=splice))
+
+
+def candidate_list(
+    source: str, operators: Sequence[str] = OPERATOR_NAMES, *, splice: bool = True
+) -> list[tuple[Candidate, Renderer]]:
+    """:func:`candidates` as a list: the file is parsed and walked once, so its length (the file's
+    candidate count, for progress) is known before any candidate is rendered."""
     module = parse_module(source)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     collector = _Collector(operators)
@@ -253,14 +278,18 @@ def candidates(
     # would also split at a form feed or U+2028 inside a string and shift every offset after it.
     line_starts = [0, *(match.end() for match in _NEWLINE.finditer(source))]
 
-    def offset(line: int, column: int) -> int:
-        return line_starts[line - 1] + column
+    def offset(node: cst.CSTNode) -> tuple[int, int] | None:
+        span = spans.get(node)
+        if span is None:
+            return None
+        return (line_starts[span.start.line - 1] + span.start.column, line_starts[span.end.line - 1] + span.end.column)
 
     order = {name: index for index, name in enumerate(OPERATOR_NAMES)}
     found = sorted(
         collector.found,
         key=lambda item: (positions[item[1]].start.line, positions[item[1]].start.column, order[item[0]]),
     )
+    out = []
     for operator, node, replacement in found:
         where = positions[node]
         candidate = Candidate(
@@ -272,31 +301,111 @@ def candidates(
             start=(where.start.line, where.start.column),
             end=(where.end.line, where.end.column),
         )
-        span = spans[node]
-        yield candidate, _renderer(module, source, (offset(span.start.line, span.start.column),
-                                                    offset(span.end.line, span.end.column)), node, replacement, splice)
+        out.append((candidate, Renderer(module, source, offset, node, replacement, splice, line_starts)))
+    return out
 
 
-def _renderer(
-    module: cst.Module, source: str, span: tuple[int, int], node: cst.CSTNode, replacement: cst.CSTNode, splice: bool
-) -> Callable[[], str]:
-    """Render the mutated file by splicing the replacement's code into ``span`` (the node's text) where
-    that is provably what re-rendering the whole tree gives, else by re-rendering it.
+#: An indentation no file uses: a node that renders the same inside it as alone emits no indentation,
+#: so its code is the same wherever it stands (a multi-line string literal, say).
+_PROBE_INDENT = "\t \f"
+#: How far up, and how many distinct indentations, :meth:`Renderer._indents` looks.
+_INDENT_LOOKBACK = 400
+_INDENT_GUESSES = 8
 
-    Re-rendering (``deep_replace``) visits the whole module for every candidate: generation grew with
-    candidates x file size (benchmarks/bench_generate.py: 4x slower over the corpus systems). A splice
-    is the same text when the node renders on its own exactly as it stands in the file (its code does
-    not depend on the surrounding indentation) and the replacement starts no new line (so no
-    indentation is emitted inside it); otherwise, e.g. a statement line inside a block, the tree is
-    re-rendered. (Where libcst does not round-trip a file, as one ending in a bare ``\r``, the splice
+
+def _render_at(module: cst.Module, node: cst.CSTNode, indent: str) -> str:
+    """The code of ``node`` as the module renders it inside a block indented by ``indent``."""
+    assert CodegenState is not None
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline,
+                         indent_tokens=[indent] if indent else [])
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _narrowed(node: cst.CSTNode, replacement: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode]:
+    """The smallest pair of (original, replacing) descendants that holds the whole change.
+
+    A replacement made by ``with_changes`` shares every unchanged child object with the original; while
+    the two are of one type and exactly one child differs (by identity), the change lies inside that
+    child. ``if x:`` -> ``if True:`` narrows to the test, ``a < b`` -> ``a <= b`` to the operator."""
+    while type(node) is type(replacement):
+        before, after = node.children, replacement.children
+        if len(before) != len(after):
+            break
+        differing = [index for index, (a, b) in enumerate(zip(before, after, strict=True)) if a is not b]
+        if len(differing) != 1:
+            break
+        node, replacement = before[differing[0]], after[differing[0]]
+    return node, replacement
+
+
+class Renderer:
+    """Renders one candidate's mutated file, by splicing the replacement's code into the original text
+    where that is provably what re-rendering the whole tree gives, else by re-rendering it.
+
+    Re-rendering (``deep_replace``) visits the whole module for every candidate, so generation grew with
+    candidates x file size: all operators on a 9.8k-line system ran 20 minutes (issue 34). The change is
+    first narrowed to the smallest differing descendant (:func:`_narrowed`: the test of an ``if``, the
+    iterable of a ``for``, the operator of a comparison), so a compound statement's block is neither
+    rendered nor re-rendered. A splice is the same text when the narrowed node renders on its own
+    exactly as it stands in the file (its code does not depend on the surrounding indentation) and its
+    replacement emits no indentation (it starts no new line, or renders the same inside a probe
+    indentation as alone: a multi-line string literal); a node spanning indented lines is rendered at
+    the indentation that reproduces it (``_render_at``); otherwise the tree is re-rendered. (Where libcst does not round-trip a file, as one ending in a bare ``\r``, the splice
     keeps the original bytes the re-render would have changed: the edit stays the mutation alone.)
     """
 
-    def render() -> str:
-        start, end = span
-        code = module.code_for_node(replacement)
-        if splice and "\n" not in code and "\r" not in code and module.code_for_node(node) == source[start:end]:
-            return source[:start] + code + source[end:]
-        return module.deep_replace(node, replacement).code  # type: ignore[union-attr]
+    def __init__(self, module: cst.Module, source: str, offset: Callable[[cst.CSTNode], tuple[int, int] | None],
+                 node: cst.CSTNode, replacement: cst.CSTNode, splice: bool, line_starts: Sequence[int] = (0,)) -> None:
+        self._module, self._source, self._offset = module, source, offset
+        self._node, self._replacement, self._splice = node, replacement, splice
+        self._line_starts = line_starts
 
-    return render
+    def _indents(self, at: int) -> list[str]:
+        """The leading whitespace of the lines from the one holding offset ``at`` upwards (distinct, nearest
+        first, a bounded few): one of them is the block indentation the node is rendered at."""
+        line = bisect.bisect_right(self._line_starts, at) - 1
+        found: list[str] = []
+        for index in range(line, max(line - _INDENT_LOOKBACK, -1), -1):
+            begin = self._line_starts[index]
+            text = self._source[begin:self._line_starts[index + 1] if index + 1 < len(self._line_starts) else len(self._source)]
+            indent = text[:len(text) - len(text.lstrip(" \t\f"))]
+            if indent not in found:
+                found.append(indent)
+                if len(found) == _INDENT_GUESSES:
+                    break
+        return found
+
+    def splice(self) -> tuple[int, int, str] | None:
+        """``(start, end, code)``: the mutated file is ``source[:start] + code + source[end:]``; None
+        when only a re-render is known to give the mutated file."""
+        if not self._splice:
+            return None
+        node, replacement = _narrowed(self._node, self._replacement)
+        span = self._offset(node)
+        if span is None:
+            return None
+        start, end = span
+        code = self._module.code_for_node(replacement)
+        alone = self._module.code_for_node(node)
+        if alone == self._source[start:end] and (
+            "\n" not in code and "\r" not in code
+            or CodegenState is not None and _render_at(self._module, replacement, _PROBE_INDENT) == code
+        ):
+            return start, end, code
+        # A node spanning lines renders the enclosing block's indentation after each of its newlines (a
+        # parenthesised condition, a call's arguments): rendered at the indentation that reproduces its
+        # text exactly (and differently from alone, so the indentation was emitted and is the file's), the
+        # replacement renders as a re-render would put it there.
+        for indent in self._indents(start) if CodegenState is not None else ():
+            if (rendered := _render_at(self._module, node, indent)) == self._source[start:end] and rendered != alone:
+                return start, end, _render_at(self._module, replacement, indent)
+        return None
+
+    def __call__(self) -> str:
+        """The whole mutated file."""
+        spliced = self.splice()
+        if spliced is not None:
+            start, end, code = spliced
+            return self._source[:start] + code + self._source[end:]
+        return self._module.deep_replace(self._node, self._replacement).code  # type: ignore[union-attr]

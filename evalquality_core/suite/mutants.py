@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical import digest_bytes, digest_composite, digest_directory
 from evalquality_core.mutants.catalogue import OPERATOR_NAMES
-from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, generate
+from evalquality_core.mutants.generate import GENERATOR, GeneratedMutant, Generation, Progress, generate
 from evalquality_core.suite.load import (
     Mutation,
     StagingError,
@@ -60,10 +60,14 @@ def generate_for_suite(
     sample_size: int | None = None,
     seed: int = 0,
     per_line_limit: int | None = None,
+    max_candidates: int | None = None,
+    stop: Callable[[], str | None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> Generation:
-    """The generation of the suite's system (read from disk; nothing written)."""
+    """The generation of the suite's system (read from disk; nothing written); the bounds and progress
+    as :func:`evalquality_core.mutants.generate.generate` takes them."""
     return generate(system_sources(suite), operators=operators, sample_size=sample_size, seed=seed,
-                    per_line_limit=per_line_limit)
+                    per_line_limit=per_line_limit, max_candidates=max_candidates, stop=stop, progress=progress)
 
 
 def _pretty(value: Any) -> bytes:

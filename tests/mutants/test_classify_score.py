@@ -50,6 +50,35 @@ def test_every_run_failing_the_same_way_is_stillborn() -> None:
     assert classify(CLEAN, {"leg-a": RunOutcome("leg-a", crash)}, coverage_known=True).status == "Observable"
 
 
+def test_a_silent_exit_0_on_every_run_is_not_stillborn_but_classified_by_its_differences() -> None:
+    """A main that exits 0 at once answers every run the same silent way; that is no start-up failure (issue
+    34): it differs from the clean answers where the oracles look, so it is Observable, with its vector."""
+    silent = cli(0, None, "", store="{}")
+    mutated = {"leg-a": RunOutcome("leg-a", silent), "leg-b": RunOutcome("leg-b", silent)}
+    result = classify(CLEAN, mutated, coverage_known=True)
+    assert result.status == "Observable"
+    # stdout went from {"kind": "json", "value": ...} to {"kind": "absent"}; leg-b's exit 2 became 0.
+    assert result.vector == (("leg-a", "stdout", "/kind"), ("leg-a", "stdout", "/value"), ("leg-b", "exit-code", ""),
+                             ("leg-b", "stdout", "/kind"), ("leg-b", "stdout", "/value"))
+    # Silent on the legs that reach it while another leg keeps the clean answer: Observable as well.
+    assert classify(CLEAN, {"leg-a": RunOutcome("leg-a", silent)}, coverage_known=True).status == "Observable"
+
+
+def test_identical_failures_of_every_kind_stay_stillborn() -> None:
+    """The start-up failures the table keeps: one fault code, one identical tool error, one identical 5xx."""
+    fault = {run: RunOutcome(run, None, "spawn-failed", "no such interpreter") for run in CLEAN}
+    assert classify(CLEAN, fault, coverage_known=True).status == "Stillborn"
+    tool_error = {"kind": "mcp", "isError": True, "result": {"content": []}, "exitCode": None}
+    tool_clean = {"a": RunOutcome("a", {**tool_error, "isError": False}), "b": RunOutcome("b", {**tool_error, "isError": False})}
+    assert classify(tool_clean, {r: RunOutcome(r, tool_error) for r in tool_clean}, coverage_known=True).status == "Stillborn"
+    server_error = {"kind": "api", "status": 500, "headers": {}, "body": None}
+    api_clean = {"a": RunOutcome("a", {**server_error, "status": 200}), "b": RunOutcome("b", {**server_error, "status": 404})}
+    assert classify(api_clean, {r: RunOutcome(r, server_error) for r in api_clean}, coverage_known=True).status == "Stillborn"
+    # A 4xx on every run is an answer, not a crash.
+    not_found = {**server_error, "status": 404}
+    assert classify(api_clean, {r: RunOutcome(r, not_found) for r in api_clean}, coverage_known=True).status == "Observable"
+
+
 def test_equal_observations_are_unobservable_and_artifact_differences_artifact_only() -> None:
     assert classify(CLEAN, dict(CLEAN), coverage_known=True).status == "Unobservable"
     changed = cli(0, {"ok": True, "note": {"title": "A"}}, store='{"x": 1}')
