@@ -48,6 +48,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from deployments.nightly import NIGHTLY_CRON, nightly_schedule
 from flows.contract_strength import check_written, contract_strength, default_baseline
+from flows.lifecycle import crash_exit
 from flows.output import write_artifact
 from flows.settings import load_settings
 from flows.strength_baseline import GateResult, compare_with_baseline, read_baseline, update_baseline
@@ -324,6 +325,7 @@ def deploy(
     )
 
 
+@crash_exit("python -m deployments.batched_nightly")
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m deployments.batched_nightly {deploy --pool P | run --batches N} ...``."""
     parser = argparse.ArgumentParser(prog="python -m deployments.batched_nightly", description=__doc__.splitlines()[0])

@@ -27,6 +27,7 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron, Schedule
 
 from flows.contract_strength import contract_strength
+from flows.lifecycle import crash_exit
 
 DEPLOYMENT_NAME = "nightly"
 NIGHTLY_CRON = "0 2 * * *"
@@ -91,6 +92,7 @@ def deploy_to_pool(pool: str, cron: str = NIGHTLY_CRON, timezone: str | None = N
     )
 
 
+@crash_exit("python -m deployments.nightly")
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m deployments.nightly {serve|deploy --pool P} [--cron C] [--timezone TZ]``."""
     parser = argparse.ArgumentParser(prog="python -m deployments.nightly", description=__doc__.splitlines()[0])

@@ -72,6 +72,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    crash_exit,
     freeze_startup_heap,
     one_line_errors,
     start_flow_main,
@@ -1081,6 +1082,7 @@ def print_strength(run: StrengthRun) -> None:
         print_line(console, line)
 
 
+@crash_exit("python -m flows.contract_strength")
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)

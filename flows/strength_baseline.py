@@ -35,6 +35,7 @@ from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.registries import ProbeClass, Verdict
 from evalquality_core.suite.load import SuiteError, read_suite_bytes
+from flows.lifecycle import crash_exit
 from flows.output import write_atomically
 from flows.strength_document import (
     CONTRACT_STRENGTH_FILE,
@@ -295,6 +296,7 @@ def documents_in(out_dir: Path) -> dict[str, SuiteStrength]:
     return {document.suite: document for document in documents}
 
 
+@crash_exit("python -m flows.strength_baseline")
 def main(argv: list[str] | None = None) -> int:
     """``python -m flows.strength_baseline --out DIR [--baseline FILE] [--update-baseline]``.
 
