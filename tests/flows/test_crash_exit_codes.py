@@ -87,7 +87,7 @@ def test_a_bug_outside_a_command_of_the_cli_still_exits_5(tmp_path):
 
 
 @pytest.mark.parametrize(("module", "argv"), [
-    ("flows.strength_baseline", ["--no-such-flag"]),
+    ("flows.strength_baseline", ["--out", ".", "--no-such-flag"]),
     ("deployments.nightly", ["--no-such-flag"]),
     ("deployments.batched_nightly", ["run", "--no-such-flag"]),
 ])
