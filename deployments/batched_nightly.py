@@ -30,7 +30,6 @@ process (batches still go to the pool's workers) and exits with the gate's code.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -49,6 +48,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from deployments.nightly import NIGHTLY_CRON, nightly_schedule
 from evalquality_core.printable import printable
 from flows.contract_strength import check_written, contract_strength, default_baseline
+from flows.lifecycle import FlowArgumentParser, crash_exit
 from flows.output import write_artifact
 from flows.settings import load_settings
 from flows.strength_baseline import GateResult, compare_with_baseline, read_baseline, update_baseline
@@ -325,9 +325,10 @@ def deploy(
     )
 
 
+@crash_exit("python -m deployments.batched_nightly")
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m deployments.batched_nightly {deploy --pool P | run --batches N} ...``."""
-    parser = argparse.ArgumentParser(prog="python -m deployments.batched_nightly", description=__doc__.splitlines()[0])
+    parser = FlowArgumentParser(prog="python -m deployments.batched_nightly", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("deploy", "run"))
     parser.add_argument("--pool", default="nightly-pool", help="process work pool (deploy)")
     parser.add_argument("--cron", default=NIGHTLY_CRON)

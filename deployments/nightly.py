@@ -16,7 +16,6 @@ person reading the schedule should not have to know that.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from prefect.deployments.runner import EntrypointType, RunnerDeployment
 from prefect.schedules import Cron, Schedule
 
 from flows.contract_strength import contract_strength
+from flows.lifecycle import FlowArgumentParser, crash_exit
 
 DEPLOYMENT_NAME = "nightly"
 NIGHTLY_CRON = "0 2 * * *"
@@ -91,9 +91,10 @@ def deploy_to_pool(pool: str, cron: str = NIGHTLY_CRON, timezone: str | None = N
     )
 
 
+@crash_exit("python -m deployments.nightly")
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m deployments.nightly {serve|deploy --pool P} [--cron C] [--timezone TZ]``."""
-    parser = argparse.ArgumentParser(prog="python -m deployments.nightly", description=__doc__.splitlines()[0])
+    parser = FlowArgumentParser(prog="python -m deployments.nightly", description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=("serve", "deploy"), nargs="?", default="serve")
     parser.add_argument("--cron", default=NIGHTLY_CRON, help=f"cron expression (default {NIGHTLY_CRON!r})")
     parser.add_argument("--timezone", default=None, help=f"IANA zone (default ${TIMEZONE_VARIABLE} or UTC)")

@@ -73,6 +73,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    crash_exit,
     freeze_startup_heap,
     one_line_errors,
     start_flow_main,
@@ -103,9 +104,11 @@ from flows.strength_document import (
     write_suite_strength,
 )
 from flows.strength_report import (
+    HISTORY_FILE,
     ProbeDetail,
     RunCounts,
     StrengthReport,
+    load_history,
     mutations_of,
     publish_artifacts,
     write_html_report,
@@ -371,6 +374,8 @@ def contract_strength(
     suites_root = Path(suites_dir).resolve() if suites_dir else settings.suites_dir
     out = Path(out_dir).resolve() if out_dir else settings.home / "contract-strength"
     baseline_path = Path(baseline).resolve() if baseline else default_baseline(suites_root)
+    # A history file that is not one stops the run before any leg, not after the night's work.
+    load_history(out / HISTORY_FILE)
     context = FlowRunContext.get()
     runner = context.task_runner if context is not None else None
     # Legs wait on child processes: a bounded thread pool is the fastest home for them on one machine
@@ -459,7 +464,7 @@ def contract_strength(
         aggregates=_aggregates_written(out, documents),
         details=_probe_details(suites, documents, scores, task_runs),
     )
-    report_path = write_html_report(out, report)
+    report_path = write_html_report(out, report, log.warning)
     publish_artifacts(report, report_path)
     run = StrengthRun(
         documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__,
@@ -1078,6 +1083,7 @@ def print_strength(run: StrengthRun) -> None:
         print_line(console, line)
 
 
+@crash_exit("python -m flows.contract_strength")
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
@@ -1085,10 +1091,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
     with one_line_errors(prog):
-        check_flow_inputs(
-            Path(args.suites).resolve() if args.suites else settings.suites_dir,
-            Path(args.out).resolve() if args.out else settings.home / "contract-strength",
-        )
+        out_dir = Path(args.out).resolve() if args.out else settings.home / "contract-strength"
+        check_flow_inputs(Path(args.suites).resolve() if args.suites else settings.suites_dir, out_dir)
+        load_history(out_dir / HISTORY_FILE)  # not a history: one line and 74, before Prefect starts
         check_leg_cache(prog, settings)
         with embedded_server(prog), api_watchdog(prog):
             run = run_contract_strength(

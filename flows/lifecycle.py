@@ -15,16 +15,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import functools
 import gc
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from evalquality_core.printable import printable
 from flows.settings import FlowSettings, load_settings, user_api_url
@@ -34,6 +36,9 @@ EXIT_USAGE = 64
 #: Exit code when the eval-quality home cannot hold the run's state: the leg cache cannot be opened
 #: even after moving a broken database aside, the disk is full, a file cannot be written (EX_IOERR).
 EXIT_IO = 74
+#: Exit code of a crash: an exception nothing expected (a bug), or a flow run Prefect ended Crashed or
+#: Failed for a reason that is not the gate's (EX_SOFTWARE). Never 1 or 2, which CI reads as the gate.
+EXIT_SOFTWARE = 70
 
 #: What identifies Prefect's temporary server in its command line and environment.
 _SERVER_FACTORY = "prefect.server.api.server:create_app"
@@ -374,3 +379,31 @@ def check_api_reachable(timeout_s: float = 5.0) -> None:
             "(prefect server start) or unset PREFECT_API_URL to run on the embedded server",
             EXIT_UNAVAILABLE,
         ) from None
+
+
+_Main = TypeVar("_Main", bound=Callable[..., int])
+
+
+def crash_exit(prog: str) -> Callable[[_Main], _Main]:
+    """Decorate an entry point's ``main``: an exception that escapes it (a bug, or a flow run that ended
+    Crashed or Failed for a reason that is not the gate's) prints its traceback, for the bug report,
+    then one last line ``<prog>: crashed (a bug, exit 70): <Type>: <message>``, and exits 70.
+
+    Without this Python exits 1, which CI reads as "a verdict moved". ``SystemExit`` (every documented
+    code, 64/69/74 included) and ``KeyboardInterrupt`` pass through unchanged."""
+
+    def decorate(main: _Main) -> _Main:
+        @functools.wraps(main)
+        def guarded(*args: Any, **kwargs: Any) -> int:
+            try:
+                return main(*args, **kwargs)
+            except Exception as problem:  # noqa: BLE001 — whatever it is, the exit code must say "crash"
+                traceback.print_exc()
+                what = " ".join(str(problem).split())[:300]
+                print(f"{prog}: crashed (a bug, exit {EXIT_SOFTWARE}): {type(problem).__name__}"
+                      f"{': ' + what if what else ''}", file=sys.stderr, flush=True)
+                raise SystemExit(EXIT_SOFTWARE) from None
+
+        return guarded  # type: ignore[return-value]
+
+    return decorate

@@ -96,6 +96,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    crash_exit,
     freeze_startup_heap,
     one_line_errors,
     start_flow_main,
@@ -636,6 +637,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@crash_exit(PROG)
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print one line per suite and the cost line."""
     args = _parser().parse_args(argv)

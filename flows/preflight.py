@@ -47,6 +47,7 @@ from flows.lifecycle import (
     api_watchdog,
     check_flow_inputs,
     check_leg_cache,
+    crash_exit,
     freeze_startup_heap,
     one_line_errors,
     start_flow_main,
@@ -432,6 +433,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@crash_exit(PROG)
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
     args = _parser().parse_args(argv)

@@ -162,9 +162,16 @@ class FlowSettings:
 
     @property
     def leg_cache(self) -> str:
-        """Where legs are cached: ``$EVALQUALITY_LEG_CACHE`` (a ``postgresql://`` URL several machines
-        share), else the diskcache directory under the home (one machine)."""
-        return os.environ.get("EVALQUALITY_LEG_CACHE") or str(self.leg_cache_dir)
+        """Where legs are cached, as flow parameters carry it: ``$EVALQUALITY_LEG_CACHE`` (a ``postgresql://``
+        URL several machines share) redacted of its credentials (the store reads the real URL from the
+        environment where it opens: tasks/leg_cache_postgres.py), else the diskcache directory under the
+        home (one machine)."""
+        configured = os.environ.get("EVALQUALITY_LEG_CACHE")
+        if not configured:
+            return str(self.leg_cache_dir)
+        from tasks.leg_cache_postgres import redacted
+
+        return redacted(configured)
 
     @property
     def workspaces_dir(self) -> Path:
@@ -187,10 +194,13 @@ def _concurrency(raw: str | None) -> int:
 def _check_leg_cache(raw: str | None) -> None:
     if not raw:
         return
-    from tasks.leg_cache_postgres import check_url, is_postgres_url
+    from tasks.leg_cache_postgres import check_url, is_postgres_url, redacted
 
     if not is_postgres_url(raw):
-        raise ValueError(f"EVALQUALITY_LEG_CACHE={raw!r} is not a postgresql:// URL (unset it for the local cache)")
+        # Shown redacted (a mistyped scheme still carries the password); a value that is no URL at all
+        # (a libpq "key=value" string, say) is not shown.
+        shown = f"={redacted(raw)}" if "://" in raw else " (its value is not shown)"
+        raise ValueError(f"EVALQUALITY_LEG_CACHE{shown} is not a postgresql:// URL (unset it for the local cache)")
     check_url(raw)
 
 

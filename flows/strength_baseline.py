@@ -36,6 +36,7 @@ from evalquality_core.faults import RuntimeFault
 from evalquality_core.printable import printable
 from evalquality_core.registries import ProbeClass, Verdict
 from evalquality_core.suite.load import SuiteError, read_suite_bytes
+from flows.lifecycle import FlowArgumentParser, crash_exit
 from flows.output import write_atomically
 from flows.strength_document import (
     CONTRACT_STRENGTH_FILE,
@@ -296,19 +297,19 @@ def documents_in(out_dir: Path) -> dict[str, SuiteStrength]:
     return {document.suite: document for document in documents}
 
 
+@crash_exit("python -m flows.strength_baseline")
 def main(argv: list[str] | None = None) -> int:
     """``python -m flows.strength_baseline --out DIR [--baseline FILE] [--update-baseline]``.
 
     Gates the documents a contract-strength run already wrote (no re-run): prints every move and
     returns the exit code. A document that does not read is a schema failure (exit 2).
     """
-    import argparse
     import sys
 
     from tasks.home import PROJECT_ROOT
 
-    parser = argparse.ArgumentParser(prog="python -m flows.strength_baseline", description=main.__doc__.splitlines()[0],
-                                     allow_abbrev=False)
+    # A usage error is one line and 64: argparse's 2 would read as "could not measure".
+    parser = FlowArgumentParser(prog="python -m flows.strength_baseline", description=main.__doc__.splitlines()[0])
     parser.add_argument("--out", metavar="DIR", required=True, help="a contract-strength run's output folder")
     parser.add_argument("--baseline", metavar="FILE", default=str(PROJECT_ROOT / "corpus" / BASELINE_FILE))
     parser.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from these documents")

@@ -39,7 +39,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +48,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalquality_core.printable import html_literal, markdown_literal, printable
+from flows.lifecycle import EXIT_IO, FlowInputError
 from flows.output import write_atomically
 from flows.strength_baseline import GateResult
 from flows.strength_document import (
@@ -282,21 +284,159 @@ def history_entry(
     }
 
 
-def read_history(path: Path) -> list[dict[str, Any]]:
-    """The runs on record; a missing or unreadable file is an empty history (the report is advisory)."""
+class HistoryUnreadable(FlowInputError):
+    """``strength-history.json`` is not a history at all (not JSON, or not ``{"nights": [...]}``): the
+    run refuses it in one line, exit 74, and leaves the file as it is for the user to repair or move."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, EXIT_IO)
+
+
+@dataclass(frozen=True)
+class History:
+    """What the history file holds: every entry as written (``entries``, malformed ones included, so an
+    append never loses one), the ones the report can read (``nights``), and why the others cannot."""
+
+    entries: tuple[Any, ...] = ()
+    nights: tuple[dict[str, Any], ...] = ()
+    #: ``(index in the file, what is wrong)`` per malformed entry.
+    skipped: tuple[tuple[int, str], ...] = ()
+
+    def warnings(self, path: Path) -> list[str]:
+        """One line per skipped entry, naming the file and the entry's index."""
+        return [f"{path}: history entry {index} skipped ({why}); it stays in the file" for index, why in self.skipped]
+
+
+#: Shape of a history entry the report reads: key -> (allowed JSON types, required). Decision table:
+#: ``None`` allows null; ``int`` allows a whole number only, ``float`` any number.
+_ENTRY_KEYS: dict[str, tuple[tuple[Any, ...], bool]] = {
+    "at": ((str,), True),
+    "suites": ((dict,), True),
+    "historyVersion": ((int,), False),
+    "exitCode": ((int,), False),
+    "flowRunId": ((str, None), False),
+    "flowRunName": ((str, None), False),
+}
+_SUITE_KEYS: dict[str, tuple[tuple[Any, ...], bool]] = {
+    "strength": ((dict,), False),
+    "classes": ((dict,), False),
+    "probes": ((dict,), False),
+    "contractId": ((str, None), False),
+    "aggregateRefusal": ((str, None), False),
+}
+#: One class of a recorded vector (``null`` when the suite has no probe of it).
+_CLASS_KEYS: dict[str, tuple[tuple[Any, ...], bool]] = {
+    "caught": ((int,), False),
+    "exercised": ((int,), False),
+    "rate": ((float, None), False),
+}
+#: One class's aggregate and floor decision (``classes.<class>``) and the floor inside it.
+_FLOOR_VIEW_KEYS: dict[str, tuple[tuple[Any, ...], bool]] = {"aggregate": ((dict, None), False), "floor": ((dict, None), False)}
+_FLOOR_KEYS: dict[str, tuple[tuple[Any, ...], bool]] = {"floor": ((float, None), False)}
+_TYPE_NAMES = {str: "a string", dict: "an object", int: "a whole number", float: "a number", None: "null"}
+
+
+def _is(value: Any, kind: Any) -> bool:
+    if kind is None:
+        return value is None
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def _shape_problem(value: Any, keys: Mapping[str, tuple[tuple[Any, ...], bool]], where: str) -> str | None:
+    """The first key of ``value`` (an object) missing or of the wrong type per ``keys``; None if none."""
+    for key, (kinds, required) in keys.items():
+        if key not in value:
+            if required:
+                return f"{where}{key}: missing"
+            continue
+        if not any(_is(value[key], kind) for kind in kinds):
+            wanted = " or ".join(_TYPE_NAMES[kind] for kind in kinds)
+            return f"{where}{key}: expected {wanted}, got {json.dumps(value[key])[:40]}"
+    return None
+
+
+def history_problem(entry: Any) -> str | None:
+    """What keeps the report from reading one history entry (its first problem, with the key path), or
+    None when the entry is well formed. Unknown keys are allowed (a later version may add some)."""
+    if not isinstance(entry, dict):
+        return f"not an object: {json.dumps(entry)[:40]}"
+    problem = _shape_problem(entry, _ENTRY_KEYS, "")
+    if problem:
+        return problem
+    if parse_at(entry["at"]) is None:
+        return f"at: not a UTC timestamp such as 2026-12-01T02:00:13Z: {json.dumps(entry['at'])[:40]}"
+    for name, suite in entry["suites"].items():
+        where = f"suites.{name}."
+        if not isinstance(suite, dict):
+            return f"suites.{name}: expected an object, got {json.dumps(suite)[:40]}"
+        problem = _shape_problem(suite, _SUITE_KEYS, where)
+        for cls, value in (suite.get("strength") or {}).items():
+            if problem is None and value is not None:
+                problem = (_shape_problem(value, _CLASS_KEYS, f"{where}strength.{cls}.") if isinstance(value, dict)
+                           else f"{where}strength.{cls}: expected an object or null")
+        for cls, view in (suite.get("classes") or {}).items():
+            if problem is None:
+                problem = (_shape_problem(view, _FLOOR_VIEW_KEYS, f"{where}classes.{cls}.") if isinstance(view, dict)
+                           else f"{where}classes.{cls}: expected an object")
+            if problem is None and isinstance(view.get("floor"), dict):
+                problem = _shape_problem(view["floor"], _FLOOR_KEYS, f"{where}classes.{cls}.floor.")
+        for pid, probe in (suite.get("probes") or {}).items():
+            if problem is None and not isinstance(probe, dict):
+                problem = f"{where}probes.{pid}: expected an object"
+        if problem:
+            return problem
+    return None
+
+
+def load_history(path: Path) -> History:
+    """The history file as found: a missing file is an empty history; a file that is not JSON, or not
+    an object with a ``nights`` list, is ``HistoryUnreadable`` (the run stops before it could overwrite
+    it); a malformed entry is kept in ``entries`` and listed in ``skipped`` (the report leaves it out)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return History()
+    except UnicodeDecodeError as problem:
+        raise HistoryUnreadable(f"{path}: not a strength history (not UTF-8 text: {problem.reason} at byte "
+                                f"{problem.start}); left as it is: repair it or move it aside, then run again") from None
+    try:
+        value = json.loads(text)
+    except ValueError as problem:
+        raise HistoryUnreadable(f"{path}: not a strength history (not JSON: {problem}); left as it is: repair "
+                                "it or move it aside, then run again") from None
     nights = value.get("nights") if isinstance(value, dict) else None
-    return [n for n in nights if isinstance(n, dict) and isinstance(n.get("suites"), dict)] if isinstance(nights, list) else []
+    if not isinstance(nights, list):
+        raise HistoryUnreadable(f'{path}: not a strength history (expected an object with a "nights" list); left '
+                                "as it is: repair it or move it aside, then run again")
+    kept, skipped = [], []
+    for index, entry in enumerate(nights):
+        problem = history_problem(entry)
+        if problem is None:
+            kept.append(entry)
+        else:
+            skipped.append((index, problem))
+    return History(tuple(nights), tuple(kept), tuple(skipped))
 
 
-def append_history(path: Path, entry: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Append one run, keep the newest ``HISTORY_LIMIT``, write the file, return the runs."""
-    nights = (read_history(path) + [dict(entry)])[-HISTORY_LIMIT:]
-    write_atomically(path, (json.dumps({"nights": nights}, indent=1) + "\n").encode("utf-8"))
-    return nights
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """The runs on record the report can read (malformed entries left out; ``load_history``)."""
+    return list(load_history(path).nights)
+
+
+def append_history(path: Path, entry: Mapping[str, Any]) -> History:
+    """Append one run, keep the newest ``HISTORY_LIMIT`` entries (a malformed one stays in place and
+    ages out like any other: never dropped on its own), write the file, return what it now holds."""
+    found, new = load_history(path), dict(entry)
+    entries = [*found.entries, new][-HISTORY_LIMIT:]
+    write_atomically(path, (json.dumps({"nights": entries}, indent=1) + "\n").encode("utf-8"))
+    dropped = len(found.entries) + 1 - len(entries)
+    skipped = tuple((index - dropped, why) for index, why in found.skipped if index >= dropped)
+    nights = tuple(e for e in entries if e is new or history_problem(e) is None)
+    return History(tuple(entries), nights, skipped)
 
 
 @dataclass(frozen=True)
@@ -848,17 +988,28 @@ def render_html(report: StrengthReport) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_html_report(out_dir: Path, report: StrengthReport) -> Path:
-    """Append this run to the history beside the report, render with it, write the HTML; its path."""
+def write_html_report(out_dir: Path, report: StrengthReport, warn: Callable[[str], None] | None = None) -> Path:
+    """Append this run to the history beside the report, render with it, write the HTML; its path.
+
+    A malformed history entry is left out of the report with one line to ``warn`` (default: stderr)
+    naming the file and the entry's index; a history file that is not one is ``HistoryUnreadable``
+    and neither it nor the report is written."""
+    history_path = out_dir / HISTORY_FILE
     entry = history_entry(
         report.at, report.documents, report.gate.exit_code,
         flow_run_id=report.flow_run_id, flow_run_name=report.flow_run_name, aggregates=report.aggregates,
     )
-    nights = append_history(out_dir / HISTORY_FILE, entry)
+    recorded = append_history(history_path, entry)
+    for line in recorded.warnings(history_path):
+        (warn or _to_stderr)(line)
     full = StrengthReport(
-        report.at, report.documents, report.gate, report.counts, tuple(nights),
+        report.at, report.documents, report.gate, report.counts, recorded.nights,
         report.flow_run_id, report.flow_run_name, report.aggregates, report.details,
     )
     path = out_dir / REPORT_FILE
     write_atomically(path, render_html(full).encode("utf-8"))
     return path
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)

@@ -17,17 +17,21 @@ filesystem (SQLite's locking is not reliable there), which is what this store is
   on the spawning thread's own connection. When the holder dies (SIGKILL, a lost machine) its
   connection closes and the server releases the lock; TCP keepalives bound how long a vanished
   machine's half-open connection can hold one. Waiters poll (so an interrupted run stops waiting).
-* **No secrets in parameters.** The URL becomes a flow parameter (recorded by Prefect), so a URL with
-  a password is refused: give the password by ``PGPASSWORD`` or ``~/.pgpass`` (libpq reads both).
+* **No secrets in parameters or messages.** A flow parameter (which Prefect records) and every message
+  carry only the redacted URL (no user info, no ``password``/``sslpassword`` query parameter); the
+  store reads the real URL from ``EVALQUALITY_LEG_CACHE`` in the process that opens it
+  (:func:`with_credentials`), and masks any credential a library error quotes. ``PGPASSWORD`` and
+  ``~/.pgpass`` work as well (libpq reads both).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from urllib.parse import unquote
 
 from evalquality_core.faults import RuntimeFault
 from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable
@@ -44,21 +48,92 @@ def is_postgres_url(location: str) -> bool:
     return location.startswith(URL_SCHEMES)
 
 
+#: The variable that names the leg cache; the real URL (credentials included) is read from it in the
+#: process that opens the store, never passed as a parameter.
+LEG_CACHE_VARIABLE = "EVALQUALITY_LEG_CACHE"
+#: Query parameters of a libpq URL whose value is a credential: never shown, never a flow parameter.
+#: (``passfile`` and ``sslkey`` name files, not secrets, and are kept.)
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
+def _parts(url: str) -> tuple[str, str, str, list[str]]:
+    """``(scheme://, user info, host-and-path, query pairs)`` of a URL, split by text, never raising.
+
+    The user info runs to the *last* ``@`` (a password holding an unencoded ``@``, ``/``, ``?`` or ``#``
+    still ends up in it, never in what is shown); a fragment is dropped (libpq reads none)."""
+    scheme, sep, body = url.partition("://")
+    prefix = scheme + sep if sep else ""
+    body = body if sep else url
+    info, at, rest = body.rpartition("@")
+    if not at:
+        info, rest = "", body
+    rest = rest.partition("#")[0]
+    where, _, query = rest.partition("?")
+    return prefix, info, where, [pair for pair in query.split("&") if pair]
+
+
+def _is_secret(pair: str) -> bool:
+    return unquote(pair.partition("=")[0]).strip().lower() in SECRET_PARAMETERS
+
+
 def redacted(url: str) -> str:
-    """The URL without user info, for messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    """The URL as messages, logs and flow parameters show it: without user info (user and password)
+    and without credential query parameters (``password``, ``sslpassword``); never raises."""
+    prefix, _, where, pairs = _parts(url)
+    kept = [pair for pair in pairs if not _is_secret(pair)]
+    return prefix + where + ("?" + "&".join(kept) if kept else "")
+
+
+def secrets_of(url: str) -> list[str]:
+    """Every credential text in ``url`` (as written and percent-decoded), longest first, for scrubbing."""
+    _, info, _, pairs = _parts(url)
+    found = [info.partition(":")[2]] if ":" in info else []
+    found += [pair.partition("=")[2] for pair in pairs if _is_secret(pair)]
+    return sorted({text for value in found for text in (value, unquote(value)) if text}, key=len, reverse=True)
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (a library's error message) with ``url`` shown redacted and every credential in it masked."""
+    text = text.replace(url, redacted(url))
+    for secret in secrets_of(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def with_credentials(location: str) -> str:
+    """The URL to connect with: ``$EVALQUALITY_LEG_CACHE`` when ``location`` is its redacted form (what a
+    flow receives as its parameter), else ``location`` itself."""
+    configured = os.environ.get(LEG_CACHE_VARIABLE) or ""
+    if configured and is_postgres_url(configured) and location == redacted(configured):
+        return configured
+    return location
 
 
 def check_url(url: str) -> None:
-    """Refuse a URL carrying a password (it would be recorded as a flow parameter); ``ValueError``."""
-    if urlsplit(url).password is not None:
-        raise ValueError(
-            f"EVALQUALITY_LEG_CACHE={redacted(url)}: the URL carries a password, which would be recorded as a "
-            "flow parameter; give it by PGPASSWORD or ~/.pgpass instead"
-        )
+    """Refuse a URL libpq cannot use, in one line that never shows a credential; ``ValueError``.
+
+    A password may be in the URL (user info or ``?password=``): it stays in the environment and is
+    read where the store opens, so only :func:`redacted` ever reaches a flow parameter or a message."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = f"{LEG_CACHE_VARIABLE}={redacted(url)}"
+    secret = bool(secrets_of(url))
+    try:
+        parsed = conninfo_to_dict(url)
+    except ProgrammingError as problem:
+        # libpq quotes the offending text, which may be (part of) the password: say what to fix instead.
+        why = ("percent-encode any space, @, :, /, ?, #, & or % in the password" if secret
+               else " ".join(str(problem).split()))
+        raise ValueError(f"{name}: not a usable PostgreSQL URL ({why})") from None
+    _, info, _, _ = _parts(url)
+    if ":" in info and parsed.get("password") not in secrets_of(url):  # libpq split it elsewhere
+        raise ValueError(f"{name}: the user info does not read as user:password@host (percent-encode any @, :, "
+                         "/, ?, # or % in the password)")
+    for port in str(parsed.get("port") or "").split(","):
+        if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+            shown = f" {port}" if port.isdigit() else ""
+            raise ValueError(f"{name}: the port{shown} is not a number from 1 to 65535")
 
 
 def lock_id(key: str) -> int:
@@ -74,6 +149,7 @@ class PostgresLegStore:
     """
 
     def __init__(self, url: str, poll_s: float = 0.02) -> None:
+        url = with_credentials(url)
         check_url(url)
         self.url = url
         self.location = redacted(url)
@@ -105,6 +181,7 @@ class PostgresLegStore:
         except psycopg.Error as problem:
             self._drop_connection()
             detail = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+            detail = scrubbed(detail, self.url)  # libpq may quote what it could not parse: the password
             raise RuntimeFault(
                 "port-failure", LEG_CACHE_FAULT_PATH, f"leg cache {self.location}: could not {doing}: {detail}"
             ) from None

@@ -91,7 +91,18 @@ def usage_message(exc: click.UsageError, args: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return (and, from the console script, exit with) the process exit code."""
+    """Run the CLI and return (and, from the console script, exit with) the process exit code.
+
+    Whatever escapes the command (a bug while loading the commands or rendering an error included)
+    still prints its stack trace and exits 5, never Python's 1 (which means CONCERNS under --strict)."""
+    try:
+        return _main(argv)
+    except Exception:  # noqa: BLE001 — §7.4: a bug exits 5, wherever it happens
+        traceback.print_exc()
+        return _finish(EXIT_RUNTIME_FAULT, argv)
+
+
+def _main(argv: list[str] | None) -> int:
     _load_commands()
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["help"]:  # §7.1: `help` alone is --help; `help <command>` is that command's help

@@ -24,6 +24,7 @@ from flows.strength_baseline import GateResult, Move
 from flows.strength_report import (
     HISTORY_FILE,
     REPORT_FILE,
+    HistoryUnreadable,
     ProbeDetail,
     RunCounts,
     StrengthReport,
@@ -186,16 +187,18 @@ def test_summary_markdown_names_vectors_counts_and_moves(conformance, tmp_path):
     assert "| test\\-review | tea\\-test\\-review\\-behavioral | 11 | 9/9 (1.00) | 0/0 (-) | n/a |" in text
 
 
-def test_history_appends_nights_and_survives_a_corrupt_file(conformance, tmp_path):
+def test_history_appends_nights_and_refuses_a_corrupt_file_without_overwriting_it(conformance, tmp_path):
     path = tmp_path / HISTORY_FILE
-    assert read_history(path) == []
-    path.write_text("{not json")
     assert read_history(path) == []
     report = _report(conformance, tmp_path)
     write_html_report(tmp_path, report)
     write_html_report(tmp_path, report)
     nights = read_history(path)
     assert len(nights) == 2 and nights[0]["suites"]["test-review"]["strength"]["defect"]["caught"] == 9
+    path.write_text("{not json")
+    with pytest.raises(HistoryUnreadable, match="not JSON"):
+        write_html_report(tmp_path, report)
+    assert path.read_text() == "{not json"
 
 
 def test_html_is_self_contained(conformance, tmp_path):
