@@ -1012,4 +1012,5 @@ def write_html_report(out_dir: Path, report: StrengthReport, warn: Callable[[str
 
 
 def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr)
+    # The history file is ours, but a hand- or target-edited entry may quote anything: shown escaped.
+    print(printable(line), file=sys.stderr)
