@@ -125,6 +125,17 @@ def test_a_service_command_field_that_is_not_a_plain_name_is_refused_when_the_re
              "is not a plain {name} placeholder")
 
 
+def test_a_service_placeholder_nobody_fills_is_refused_before_any_probe_runs(tmp_path: Path) -> None:
+    """The command's plain fields join the registry's placeholders: one no value is given for is named
+    when the registry becomes a policy, before a service is started for any probe (not per probe)."""
+    root = suites(tmp_path, "notes-api")
+    targets = root / "notes-api" / "targets.toml"
+    targets.write_text(targets.read_text().replace('"--port", "{port}"', '"--port", "{port}", "{nosuch}"', 1))
+    line = one_line(eq("suite", "generate", "--check", "notes-api", cwd=root), 2, "notes-api/targets.toml",
+                    "no value given for placeholder(s) {nosuch}")
+    assert "P-0" not in line, line  # no probe was started
+
+
 # ------------------------------------------------------------------ 4. nesting depth
 
 
