@@ -129,3 +129,32 @@ def test_a_deep_evaluator_answer_is_that_trials_fault_not_a_crash_of_the_live_ni
         result.stdout
     ), result.stdout[-5000:]
     assert "notes P-001: verdict moved PASS -> Invalid" in result.stdout
+
+
+def test_a_16_mb_suite_toml_is_parsed_once_by_a_contract_strength_night(tmp_path: Path) -> None:
+    """Counted structurally, as in tests/cli/test_hostile_suites.py: the real flow in a child process whose
+    ``tomllib.loads`` counts the parses of this suite.toml (it alone holds the marker). Loading, staging
+    digests, every leg's staging, the floors and the scoring all ask for it; one parse answers them all."""
+    from tests.cli.test_hostile_suites import COUNTING
+
+    root = tmp_path / "corpus" / "suites"
+    root.mkdir(parents=True)
+    shutil.copy(PROJECT / "corpus" / "scoring-policy.json", root.parent / "scoring-policy.json")
+    settings = _copy(root, "notes", "notes") / "suite.toml"
+    marker = "# marker-of-the-big-suite-toml\n"
+    settings.write_text(settings.read_text() + marker + ("# " + "x" * 1022 + "\n") * (16 * 1024))
+    assert settings.stat().st_size > 16 * 1024 * 1024
+    baseline = tmp_path / "expected-strength.json"
+    baseline.write_text(json.dumps({}))
+    report, driver = tmp_path / "parses.txt", tmp_path / "counting.py"
+    driver.write_text(COUNTING.format(marker=marker, report=str(report)))
+    environment = {**os.environ, "EVALQUALITY_HOME": str(tmp_path / "home"), "PYTHONPATH": str(PROJECT)}
+    result = subprocess.run(
+        [sys.executable, str(driver), "flows.contract_strength", "--suites", str(root), "--out", str(tmp_path / "out"),
+         "--baseline", str(baseline)],
+        cwd=PROJECT, env=environment, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+    )
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "could not run" not in output, output[-5000:]
+    assert "notes (notes-cli)" in result.stdout, output[-5000:]  # the suite was measured
+    assert report.read_text() == "1"
