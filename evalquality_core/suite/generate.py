@@ -313,7 +313,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     implementation_digest = tree_digest(system_dir)
     commit_members = {
         f"{name}/{p.relative_to(base).as_posix()}": digest_bytes(p.read_bytes())
-        for name, base in (("system", system_dir), ("fixtures", suite.root / "fixtures"))
+        # fixtures/ itself must not be a link either: it would digest (and stage) whatever it points at
+        for name, base in (("system", system_dir), ("fixtures", unlinked_folder(suite.root, "fixtures")))
         for p in sorted(base.rglob("*"))
         if p.is_file()
     }

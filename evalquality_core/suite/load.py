@@ -199,38 +199,40 @@ def read_suite_json(path: Path) -> Any:
         raise StagingError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
 
 
-#: Parsed TOML suite files of this process, keyed by what identifies one version of a file (see
-#: :func:`read_suite_toml`). Entries are shared: callers read them and never change them.
-_PARSED_TOML: dict[tuple[str, int, int, int, int], dict[str, Any]] = {}
+#: Parsed TOML suite files of this process: path → (the bytes parsed, the document), the newest read
+#: only, so a long-lived worker keeps one document per suite file (see :func:`read_suite_toml`).
+#: Documents are shared: callers read them and never change them.
+_PARSED_TOML: dict[str, tuple[bytes, dict[str, Any]]] = {}
 _PARSED_TOML_LOCK = threading.Lock()
 
 
 def read_suite_toml(path: Path) -> dict[str, Any]:
-    """The TOML document of a suite file (``suite.toml``), parsed at most once per version of the file in
+    """The TOML document of a suite file (``suite.toml``), parsed at most once per content of the file in
     this process, however many times a run asks: a suite is read by every step, trial and leg, and a
     large file parsed for each of them was most of a run's time.
 
-    A version is (path, device, inode, size, mtime_ns) from ``fstat`` of the descriptor that is then read,
-    so an edited or replaced file is read afresh. The document returned is shared: never change it.
-    Refusals are one-line ``StagingError``s naming the file: unreadable, over the input cap, not UTF-8,
-    not TOML, or nested deeper than ``MAX_NESTING_DEPTH`` (checked before the parser could recurse)."""
-    fd, status = _open_suite_file(path)
-    key = (os.fspath(Path(path).absolute()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns)
+    The file is read (under the cap) on every call and its bytes compared with those last parsed: a
+    comparison costs a fraction of a parse, and unlike size and mtime (a timestamp is only as fine as the
+    kernel's clock tick) it cannot mistake a rewritten file for the old one. The document returned is
+    shared: never change it. Refusals are one-line ``StagingError``s naming the file: unreadable, over the
+    input cap, not UTF-8, not TOML, or nested deeper than ``MAX_NESTING_DEPTH`` (checked before the parser
+    could recurse)."""
+    data = read_suite_bytes(path)
+    where = os.fspath(Path(path).absolute())
     # One lock for the whole parse: the generator's probes ask from several threads at once, and the
     # point is that only one of them parses.
     with _PARSED_TOML_LOCK:
-        cached = _PARSED_TOML.get(key)
-        if cached is not None:
-            os.close(fd)
-            return cached
-        text = _decoded(_read_capped(fd, path), path)
+        cached = _PARSED_TOML.get(where)
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        text = _decoded(data, path)
         try:
             document = load_toml(text)
         except TooDeep as problem:
             raise StagingError(f"{path}: {problem}") from None
         except tomllib.TOMLDecodeError as problem:
             raise StagingError(f"{path}: not TOML: {problem}") from None
-        _PARSED_TOML[key] = document
+        _PARSED_TOML[where] = (data, document)
         return document
 
 
