@@ -169,13 +169,16 @@ def test_a_suite_file_nested_100k_deep_is_one_line_before_it_is_parsed(tmp_path:
 
 def test_the_nesting_bound_is_1024_levels_counting_the_document_itself(tmp_path: Path) -> None:
     """evaluator.json's ``about`` is free-form and the object itself is level 1: ``about`` may hold 1023
-    more levels (the suite still generates), and one more is refused by name."""
+    more levels (the suite still generates), and one more is refused by name. Only structure counts:
+    brackets in a JSON string or a TOML comment (thousands of them here) are not nesting."""
     for levels, refused in ((MAX_NESTING_DEPTH, False), (MAX_NESTING_DEPTH + 1, True)):
         root = suites(tmp_path / str(levels), "notes")
         path = root / "notes" / "evaluator.json"
         settings = json.loads(path.read_text())
-        text = json.dumps({**settings, "about": "HERE"}).replace('"HERE"', _deep_json(levels - 1))
+        text = json.dumps({**settings, "about": ["[{" * 5000, "HERE"]}).replace('"HERE"', _deep_json(levels - 2))
         path.write_text(text)
+        toml = root / "notes" / "suite.toml"
+        toml.write_text(toml.read_text() + "# " + "[{" * 5000 + "\n")
         assert json.loads(text)["choices"] == settings["choices"]
         proc = eq("suite", "generate", "--check", "notes", cwd=root)
         if refused:
