@@ -125,9 +125,10 @@ def test_a_deep_evaluator_answer_is_that_trials_fault_not_a_crash_of_the_live_ni
     assert result.returncode == 1, (result.returncode, output[-5000:])  # both verdicts moved to Invalid
     # Every trial is that trial's fault, named as such, and the night reports them (stdout, its summary).
     assert f"0 trials run and 0 answered from cache, {TRIALS} faults" in result.stdout, result.stdout[-5000:]
-    assert f"basis: trial 1 fault: malformed-answer: stdout nests deeper than {MAX_NESTING_DEPTH} levels" in (
-        result.stdout
-    ), result.stdout[-5000:]
+    flat = " ".join(result.stdout.split())  # the report table wraps long cells at the console's width
+    assert f"basis: trial 1 fault: malformed-answer: stdout nests deeper than {MAX_NESTING_DEPTH} levels" in flat, (
+        result.stdout[-5000:]
+    )
     assert "notes P-001: verdict moved PASS -> Invalid" in result.stdout
 
 
