@@ -65,7 +65,12 @@ from evalquality_core.canonical import (
 )
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.printable import printable
-from evalquality_core.suite.load import SuiteError, read_suite_bytes, read_suite_text, suite_file_or_fallback
+from evalquality_core.suite.load import (
+    SuiteError,
+    read_suite_bytes,
+    read_suite_toml,
+    suite_file_or_fallback,
+)
 from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
@@ -231,17 +236,10 @@ def floors_of(directory: Path) -> dict[str, float]:
     A malformed table raises ``RuntimeFault`` naming ``suite.toml`` and the key, so the suite is reported
     as could-not-run (exit 2) rather than measured against a floor nobody meant.
     """
-    import tomllib
-
     path = directory / SUITE_SETTINGS_FILE
     if not path.is_file():
         return {}
-    try:
-        settings = tomllib.loads(read_suite_text(path))
-    except tomllib.TOMLDecodeError as problem:
-        raise ValueError(f"{path}: not TOML: {problem}") from None
-    except ValueError:  # an integer past Python's int-from-text limit
-        raise ValueError(f"{path}: holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
+    settings = read_suite_toml(path)  # parsed once per run, nesting bounded; a refusal is a SuiteError
     return check_floors(settings.get("floors", {}), f"{path}[floors]")
 
 
@@ -658,12 +656,10 @@ class TrialContext:
 
 def trial_context(suite: Suite, prepared: _PreparedSuite) -> TrialContext:
     """The suite's :class:`TrialContext` (its ``suite.toml`` ``[evaluator]``, ``evaluator.json``, the policy)."""
-    import tomllib
-
     from evalquality_core.suite.evaluator_protocol import evaluator_command_of
 
     settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = tomllib.loads(read_suite_text(settings_path)) if settings_path.is_file() else {}
+    settings = read_suite_toml(settings_path) if settings_path.is_file() else {}
     command = evaluator_command_of(settings, str(settings_path))
     contract = dict(suite.contract)
     brief = to_wire(prepared.brief)

@@ -23,6 +23,7 @@ from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical.digest import digest_composite
+from evalquality_core.canonical.nesting import TooDeep, json_too_deep
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
@@ -128,7 +129,10 @@ find_suites = suite_load.find_suites
 def _read_json(path: Path) -> Any:
     """A suite file's JSON, read under the input size cap (``suite_load.read_suite_bytes``)."""
     try:
-        return json.loads(suite_load.read_suite_bytes(path))
+        data = suite_load.read_suite_bytes(path)
+        if json_too_deep(data):  # refused before json.loads could recurse that deep
+            raise SuiteLoadError(f"{path}: {TooDeep()}")
+        return json.loads(data)
     except suite_load.SuiteError as problem:
         raise SuiteLoadError(str(problem)) from None
     except ValueError as problem:

@@ -76,6 +76,7 @@ from evalquality_core.artifacts.port_messages import (
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.port import AbortSignal
 from evalquality_core.probe.targets import TargetRegistry
+from evalquality_core.probe.templates import TemplateError, fill_template
 
 __all__ = ["ServiceAdapter", "ServiceDeclaration", "free_loopback_port", "running_service"]
 
@@ -128,13 +129,17 @@ class ServiceDeclaration:
         return cls(tuple(table["command"]), table["cwd"], table["port_placeholder"], table["ready_timeout_ms"])
 
     def argv(self, values: Mapping[str, str]) -> list[str]:
-        """The command with every placeholder filled (an unknown one is refused)."""
+        """The command with every ``{name}`` placeholder filled (probe/templates.py: nothing is evaluated,
+        so ``{x.__class__}`` or ``{python[9]}`` is never read; the registry refuses them when it is
+        parsed); a placeholder without a value, or a malformed template, is a one-line fault."""
         filled = []
         for part in self.command:
             try:
-                filled.append(part.format_map(dict(values)))
-            except (KeyError, ValueError) as exc:
-                raise RuntimeFault("schema-parse-failure", "targets.toml", f"service command {part!r}: no value for {exc}") from None
+                filled.append(fill_template(part, values))
+            except KeyError as exc:
+                raise RuntimeFault("schema-parse-failure", "targets.toml", f"service command {part!r}: no value for {{{exc.args[0]}}}") from None
+            except TemplateError as exc:
+                raise RuntimeFault("schema-parse-failure", "targets.toml", f"service command {part!r}: {exc}") from None
         return filled
 
 

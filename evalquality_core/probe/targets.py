@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalquality_core.canonical.nesting import TooDeep, load_toml
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
 from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
@@ -35,6 +36,7 @@ from evalquality_core.probe.policy import (
     parse_command_target_policy,
     time_budget_problem,
 )
+from evalquality_core.probe.templates import TemplateError, template_fields
 
 __all__ = [
     "API_TARGET_KEYS",
@@ -251,7 +253,9 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
     (interface_id, executable) pair registered twice.
     """
     try:
-        document = tomllib.loads(text)
+        document = load_toml(text)  # nesting bounded before tomllib could recurse (canonical/nesting.py)
+    except TooDeep as exc:
+        raise _fault(source, str(exc)) from None
     except tomllib.TOMLDecodeError as exc:
         raise _fault(source, f"not TOML: {exc}") from None
     except ValueError:  # an integer past Python's int-from-text limit (a 5000-digit budget, say)
@@ -318,6 +322,9 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         seen.add(pair)
         entries.append(entry)
     if service is not None:
+        # the command's other placeholders must be filled like the entries' ({python}); a value missing
+        # for one is refused by to_policy, not first met when a service is started
+        placeholders.update(name for part in service["command"] for name in template_fields(part))
         placeholders.discard(service["port_placeholder"])  # filled per call by the service adapter
     return TargetRegistry(
         source=source, entries=tuple(entries), placeholders=frozenset(placeholders), api_entries=tuple(api_entries),
@@ -349,7 +356,13 @@ def _service_table(table: Any, source: str) -> dict[str, Any] | None:
         raise _fault(source, f"[service] cwd {cwd!r} must be a path inside the staged workspace")
     if not isinstance(placeholder, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", placeholder):
         raise _fault(source, f"[service] port_placeholder {placeholder!r} must be a placeholder name")
-    if not any("{" + placeholder + "}" in part for part in command):
+    used: list[str] = []
+    for index, part in enumerate(command):
+        try:
+            used.extend(template_fields(part))
+        except TemplateError as problem:
+            raise _fault(source, f"[service] command[{index}] {part!r}: {problem}") from None
+    if placeholder not in used:
         raise _fault(source, f"[service] command never uses {{{placeholder}}}, so the server cannot learn its port")
     problem = time_budget_problem("[service] ready_timeout_ms", timeout)
     if problem is not None:

@@ -43,6 +43,7 @@ from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.canonical import digest_artifact
+from evalquality_core.canonical.nesting import TooDeep, json_too_deep
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.probe.policy import CommandTargetAuthorization, CommandTargetPolicy, time_budget_problem
@@ -184,6 +185,10 @@ class Judgement:
 
 def parse_answer(stdout: str, command: EvaluatorCommand) -> Judgement:
     """Read the command's answer; a :class:`TrialFault` for a refusal, a malformed answer or an overspent budget."""
+    # The answer is a target's output: nested past the bound it is this trial's fault, found by a linear
+    # scan before json.loads could recurse that deep and crash the run.
+    if json_too_deep(stdout):
+        raise TrialFault("malformed-answer", f"stdout {TooDeep()}")
     try:
         answer = json.loads(stdout)
     except ValueError as problem:

@@ -59,8 +59,10 @@ from evalquality_core.suite.load import (
     public_reference,
     read_suite_json,
     read_suite_settings,
+    sibling_suite,
     system_dir_of,
     tree_digest,
+    unlinked_folder,
 )
 from evalquality_core.suite.staging import refuse_links
 
@@ -318,7 +320,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     implementation_digest = tree_digest(system_dir)
     commit_members = {
         f"{name}/{p.relative_to(base).as_posix()}": digest_bytes(p.read_bytes())
-        for name, base in (("system", system_dir), ("fixtures", suite.root / "fixtures"))
+        # fixtures/ itself must not be a link either: it would digest (and stage) whatever it points at
+        for name, base in (("system", system_dir), ("fixtures", unlinked_folder(suite.root, "fixtures")))
         for p in sorted(base.rglob("*"))
         if p.is_file()
     }
@@ -408,10 +411,11 @@ def _check_borrowed(suite: Suite, source: str, out: Output) -> None:
     was earned against the sibling's contract; this contract may be too weak to earn it, which is what
     such a suite exists to show, so the mutation cycle is not run again here.
     """
-    origin = suite.root.parent / source
+    origin = sibling_suite(suite.root, "probes-from", source)  # a plain sibling folder, never a link
     for folder in ("probes", "mutations", "evidence"):
-        mine = {p.relative_to(suite.root).as_posix(): p.read_bytes() for p in sorted((suite.root / folder).rglob("*.json"))}
-        theirs = {p.relative_to(origin).as_posix(): p.read_bytes() for p in sorted((origin / folder).rglob("*.json"))}
+        mine = {p.relative_to(suite.root).as_posix(): p.read_bytes()
+                for p in sorted(unlinked_folder(suite.root, folder).rglob("*.json"))}
+        theirs = {p.relative_to(origin).as_posix(): p.read_bytes() for p in sorted(unlinked_folder(origin, folder).rglob("*.json"))}
         if not theirs or mine != theirs:
             differing = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n)) or ["(none found)"]
             raise GenerationError(

@@ -20,6 +20,7 @@ import json
 import os
 import stat
 import sys
+import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from evalquality_core.artifacts.base import read_artifact
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
 from evalquality_core.canonical import digest_bytes, digest_directory
+from evalquality_core.canonical.nesting import TooDeep, json_too_deep, load_toml
 from evalquality_core.faults import RuntimeFault, StructuralFailure
 from evalquality_core.probe.targets import parse_targets
 
@@ -103,17 +105,9 @@ def input_cap() -> int:
     return DEFAULT_MAX_INPUT_BYTES
 
 
-def read_suite_bytes(path: Path) -> bytes:
-    """The bytes of a suite file or stored artifact, at most :func:`input_cap` of them.
-
-    Read without blocking on a FIFO and refused unless it is a regular file; a file over the cap is
-    refused after reading one byte past it, before anything parses it. Every refusal is a
-    ``StagingError`` whose message is one line naming the file (and the cap, and how to raise it).
-    """
-    try:
-        cap = input_cap()
-    except ValueError as problem:
-        raise StagingError(str(problem)) from None
+def _open_suite_file(path: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor of a suite file and its status, refused unless it is a regular file (opened
+    without blocking on a FIFO); every refusal is a one-line ``StagingError`` naming the file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
@@ -123,12 +117,29 @@ def read_suite_bytes(path: Path) -> bytes:
     except OSError as exc:
         raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     try:
-        mode = os.fstat(fd).st_mode
+        status = os.fstat(fd)
         # O_RDONLY opens a directory without EISDIR on Linux: name it as such rather than as "not regular".
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(status.st_mode):
             raise StagingError(f"{path}: is a directory, not a file")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(status.st_mode):
             raise StagingError(f"{path}: is not a regular file")
+    except OSError as exc:
+        os.close(fd)
+        raise StagingError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, status
+
+
+def _read_capped(fd: int, path: Path) -> bytes:
+    """At most :func:`input_cap` bytes of an open suite file; over the cap is refused after reading one
+    byte past it, before anything parses it. Closes ``fd``."""
+    try:
+        try:
+            cap = input_cap()
+        except ValueError as problem:
+            raise StagingError(str(problem)) from None
         chunks, total = [], 0
         while total <= cap:
             chunk = os.read(fd, min(1 << 20, cap + 1 - total))
@@ -147,22 +158,86 @@ def read_suite_bytes(path: Path) -> bytes:
     return b"".join(chunks)
 
 
-def read_suite_text(path: Path) -> str:
-    """The UTF-8 text of a suite file (:func:`read_suite_bytes`); a missing, unreadable, oversized or
-    undecodable file is a StagingError naming it."""
+def read_suite_bytes(path: Path) -> bytes:
+    """The bytes of a suite file or stored artifact, at most :func:`input_cap` of them.
+
+    Read without blocking on a FIFO and refused unless it is a regular file; a file over the cap is
+    refused after reading one byte past it, before anything parses it. Every refusal is a
+    ``StagingError`` whose message is one line naming the file (and the cap, and how to raise it).
+    """
     try:
-        return read_suite_bytes(path).decode("utf-8")
+        input_cap()  # a bad cap setting is named before the file is opened
+    except ValueError as problem:
+        raise StagingError(str(problem)) from None
+    fd, _ = _open_suite_file(path)
+    return _read_capped(fd, path)
+
+
+def _decoded(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise StagingError(f"{path}: not UTF-8 at byte {exc.start}") from None
 
 
+def read_suite_text(path: Path) -> str:
+    """The UTF-8 text of a suite file (:func:`read_suite_bytes`); a missing, unreadable, oversized or
+    undecodable file is a StagingError naming it."""
+    return _decoded(read_suite_bytes(path), path)
+
+
 def read_suite_json(path: Path) -> Any:
-    """The JSON value of a suite file (:func:`read_suite_text`); malformed JSON names the file, line and column."""
+    """The JSON value of a suite file (:func:`read_suite_text`); malformed JSON names the file, line and
+    column, and JSON nested deeper than ``MAX_NESTING_DEPTH`` (canonical/nesting.py) is refused by a
+    linear scan before the parser could recurse that deep."""
     text = read_suite_text(path)
+    if json_too_deep(text):
+        raise StagingError(f"{path}: {TooDeep()}")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise StagingError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+#: Parsed TOML suite files of this process: path → (the bytes parsed, the document), the newest read
+#: only, so a long-lived worker keeps one document per suite file (see :func:`read_suite_toml`).
+#: Documents are shared: callers read them and never change them.
+_PARSED_TOML: dict[str, tuple[bytes, dict[str, Any]]] = {}
+_PARSED_TOML_LOCK = threading.Lock()
+
+
+def read_suite_toml(path: Path) -> dict[str, Any]:
+    """The TOML document of a suite file (``suite.toml``), parsed at most once per content of the file in
+    this process, however many times a run asks: a suite is read by every step, trial and leg, and a
+    large file parsed for each of them was most of a run's time.
+
+    The file is read (under the cap) on every call and its bytes compared with those last parsed: a
+    comparison costs a fraction of a parse, and unlike size and mtime (a timestamp is only as fine as the
+    kernel's clock tick) it cannot mistake a rewritten file for the old one. The document returned is
+    shared: never change it. Refusals are one-line ``StagingError``s naming the file: unreadable, over the
+    input cap, not UTF-8, not TOML, or nested deeper than ``MAX_NESTING_DEPTH`` (checked before the parser
+    could recurse)."""
+    data = read_suite_bytes(path)
+    where = os.fspath(Path(path).absolute())
+    # One lock for the whole parse: the generator's probes ask from several threads at once, and the
+    # point is that only one of them parses.
+    with _PARSED_TOML_LOCK:
+        cached = _PARSED_TOML.get(where)
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        text = _decoded(data, path)
+        try:
+            document = load_toml(text)
+        except TooDeep as problem:
+            raise StagingError(f"{path}: {problem}") from None
+        except tomllib.TOMLDecodeError as problem:
+            raise StagingError(f"{path}: not TOML: {problem}") from None
+        except ValueError:  # an integer past Python's int-from-text limit
+            raise StagingError(
+                f"{path}: holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts"
+            ) from None
+        _PARSED_TOML[where] = (data, document)
+        return document
 
 
 def check_keys(path: Path, value: Any, required: frozenset[str], optional: frozenset[str] = frozenset()) -> None:
@@ -241,12 +316,7 @@ def suite_names(root: Path) -> list[str]:
 def read_suite_settings(suite: str | Path) -> dict[str, Any]:
     """The suite's ``suite.toml``: ``system-id`` and the ``fixtures`` table (fixture set → path under work/)."""
     path = suite_dir(suite) / "suite.toml"
-    try:
-        settings = tomllib.loads(read_suite_text(path))
-    except tomllib.TOMLDecodeError as problem:
-        raise StagingError(f"{path}: not TOML: {problem}") from None
-    except ValueError:  # an integer past Python's int-from-text limit
-        raise StagingError(f"{path}: holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
+    settings = read_suite_toml(path)  # parsed once per run (see there); the checks below are cheap
     check_keys(path, settings, SUITE_SETTINGS_KEYS, SUITE_OPTIONAL_KEYS)
     # The [evaluator] table is checked where the file is read (its wall clock is a time budget), so an
     # authoring check names a bad one, not the first live trial.
@@ -269,12 +339,44 @@ def read_suite_settings(suite: str | Path) -> dict[str, Any]:
             raise StagingError(f"{path}: fixtures.{fixture_set} = {place!r} leaves work/ (absolute, or a '..' segment)")
         if "/" in fixture_set or "\\" in fixture_set or fixture_set in ("", ".", ".."):
             raise StagingError(f"{path}: fixture set {fixture_set!r} must be the name of a folder under fixtures/")
-    origin = settings.get("system-from")
-    if origin is not None and (
-        not isinstance(origin, str) or "/" in origin or "\\" in origin or origin in ("", ".", "..")
-    ):
-        raise StagingError(f"{path}: system-from must be the name of a sibling suite folder (a plain name)")
+    for key in SIBLING_KEYS:
+        origin = settings.get(key)
+        if origin is not None and (
+            not isinstance(origin, str) or "/" in origin or "\\" in origin or origin in ("", ".", "..")
+            or ":" in origin
+        ):
+            raise StagingError(f"{path}: {key} must be the name of a sibling suite folder (a plain name), not {origin!r}")
     return settings
+
+
+#: ``suite.toml`` keys that name a sibling suite (a folder beside this one in the same suites folder).
+SIBLING_KEYS: tuple[str, ...] = ("system-from", "probes-from")
+
+
+def sibling_suite(root: Path, key: str, name: str) -> Path:
+    """The sibling suite ``suite.toml``'s ``key`` (:data:`SIBLING_KEYS`) names: ``name`` is a plain folder
+    name (:func:`read_suite_settings` refuses a path), and the folder beside the suite must be a real
+    folder holding ``contract.json``, never a symlink, which could lead anywhere on the host. Each refusal
+    is a one-line ``StagingError`` naming ``suite.toml`` and the key."""
+    path = Path(root) / "suite.toml"
+    sibling = Path(root).parent / name
+    if sibling.is_symlink():
+        raise StagingError(f"{path}: {key} = {name!r}: {sibling} is a symlink; name a suite folder beside this one")
+    if not is_suite(sibling):
+        raise StagingError(f"{path}: {key} = {name!r}: {sibling} is not a suite (no {CONTRACT_FILE})")
+    return sibling
+
+
+def unlinked_folder(root: Path, *parts: str) -> Path:
+    """``root/<parts...>``, refused (one-line ``StagingError``) when any step below ``root`` is a symlink:
+    a suite's ``system/`` or ``fixtures/`` folder that is itself a link would stage whatever it points at
+    on the host, past the per-file link checks of what is copied."""
+    path = Path(root)
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
+    return path
 
 
 def system_dir_of(suite: str | Path) -> Path:
@@ -289,18 +391,17 @@ def system_dir_of(suite: str | Path) -> Path:
     root = suite_dir(suite)
     origin = read_suite_settings(root).get("system-from")
     if origin is None:
-        return root / "system"
+        return unlinked_folder(root, "system")
     path = root / "suite.toml"
-    if (root / "system").exists():
+    if (root / "system").exists() or (root / "system").is_symlink():
         raise StagingError(f"{path}: system-from = {origin!r} but the suite holds a system/ of its own; keep one")
-    sibling = root.parent / origin
-    if not is_suite(sibling):
-        raise StagingError(f"{path}: system-from = {origin!r}: {sibling} is not a suite (no {CONTRACT_FILE})")
+    sibling = sibling_suite(root, "system-from", origin)
     if read_suite_settings(sibling).get("system-from") is not None:
         raise StagingError(f"{path}: system-from = {origin!r} borrows its system too; name the suite that holds it")
-    if not (sibling / "system").is_dir():
-        raise StagingError(f"{path}: system-from = {origin!r}: {sibling / 'system'} is not a directory")
-    return sibling / "system"
+    system = unlinked_folder(sibling, "system")
+    if not system.is_dir():
+        raise StagingError(f"{path}: system-from = {origin!r}: {system} is not a directory")
+    return system
 
 
 def stays_inside(relative: str) -> bool:

@@ -32,6 +32,7 @@ from evalquality_core.suite.load import (
     suite_dir,
     system_dir_of,
     tree_digest,
+    unlinked_folder,
 )
 
 __all__ = [
@@ -118,7 +119,7 @@ def stage_workspace(
         target.write_text(mutation.apply(target.read_text(encoding="utf-8")), encoding="utf-8")
     work_dir.mkdir(parents=True, exist_ok=True)
     for fixture_set, place in sorted(settings["fixtures"].items()):
-        fixture = source / "fixtures" / fixture_set
+        fixture = unlinked_folder(source, "fixtures", fixture_set)  # neither fixtures/ nor the set a link
         if not fixture.is_dir():
             raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
         refuse_links(fixture)
@@ -173,7 +174,7 @@ def staged_digests(
     clean = _members(system)
     work: dict[str, str] = {}
     for fixture_set, place in sorted(settings["fixtures"].items()):
-        fixture = source / "fixtures" / fixture_set
+        fixture = unlinked_folder(source, "fixtures", fixture_set)  # neither fixtures/ nor the set a link
         if not fixture.is_dir():
             raise StagingError(f"{source / 'suite.toml'}: fixture set {fixture_set!r} is not a directory")
         refuse_links(fixture)
