@@ -26,9 +26,10 @@ from tests.prefect_db import seed_prefect_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PROBES = 4
-#: witness-frontend (= both control legs), witness-backend, and one seeded-fault leg per probe's mutation.
-DISTINCT_REQUESTS = 2 + PROBES
-LEGS = 5 * PROBES
+#: witness-frontend (= both control legs), witness-backend, the fault witness's clean twin (one request on
+#: the clean system, shared by every probe), and one seeded-fault leg per probe's mutation.
+DISTINCT_REQUESTS = 3 + PROBES
+LEGS = 6 * PROBES
 
 pytestmark = pytest.mark.slow
 

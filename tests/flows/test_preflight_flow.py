@@ -36,9 +36,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: The flows inherit the test process's Prefect home (tests/conftest.py), so their embedded servers do too.
 PREFECT_HOME = os.environ["PREFECT_HOME"]
 PROBES = 3
-#: witness-frontend (= both control legs), witness-backend, and one seeded-fault leg per probe's mutation.
-DISTINCT_REQUESTS = 2 + PROBES
-LEGS = 5 * PROBES
+#: witness-frontend (= both control legs), witness-backend, the fault witness's clean twin (one request on
+#: the clean system, shared by every probe), and one seeded-fault leg per probe's mutation.
+DISTINCT_REQUESTS = 3 + PROBES
+LEGS = 6 * PROBES
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +73,7 @@ def _uninterrupted_verdicts(suite_dir: Path, scratch: Path) -> dict[str, bytes]:
     verdicts = {}
     for probe in suite.probes:
         run_id = f"preflight-{suite.name}-{probe['probeId']}".lower()
-        verdict = run_preflight(suite.contract, [probe], run_id, StagingPort(probe))
+        verdict = run_preflight(suite.contract, [probe], run_id, StagingPort(probe), clean_witness_legs=True)
         verdicts[probe["probeId"]] = serialize_artifact(to_wire(verdict))
     return verdicts
 
@@ -124,7 +125,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     # Piped, the run says its plan and reports progress in one line at a time (no bar, no traceback).
-    assert "suite skill: 3 probe(s), 15 legs planned" in resumed.stderr
+    assert f"suite skill: {PROBES} probe(s), {LEGS} legs planned" in resumed.stderr
     progress = [line for line in resumed.stderr.splitlines() if line.startswith("progress: ")]
     assert progress and all(re.fullmatch(r"progress: \d+/15 legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
     assert "Traceback" not in resumed.stdout + resumed.stderr

@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watching-server")]
 
 PROJECT = Path(__file__).resolve().parents[2]
 PROBES = 2
-LEGS = 5 * PROBES  # per suite (see test_watching.py)
+LEGS = 6 * PROBES  # per suite (see test_watching.py)
 
 
 def _start_server():
