@@ -127,7 +127,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     # Piped, the run says its plan and reports progress in one line at a time (no bar, no traceback).
     assert f"suite skill: {PROBES} probe(s), {LEGS} legs planned" in resumed.stderr
     progress = [line for line in resumed.stderr.splitlines() if line.startswith("progress: ")]
-    assert progress and all(re.fullmatch(r"progress: \d+/15 legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
+    assert progress and all(re.fullmatch(rf"progress: \d+/{LEGS} legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
     assert "Traceback" not in resumed.stdout + resumed.stderr
     summary = json.loads((out / "preflight-summary.json").read_text())
     resumed_starts = len(marker_events(marker)) - starts_before
@@ -175,7 +175,8 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
     legs: list[int] = []
     try:
         deadline = time.monotonic() + 180
-        while len(marker_events(marker)) < 3:  # frontend (= both controls), backend and the fault leg
+        # frontend (= both controls), backend, the witness's clean twin and the fault leg
+        while len(marker_events(marker)) < 4:
             assert flow.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         legs = [event["pid"] for event in marker_events(marker)]
@@ -187,7 +188,7 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
         while not all(is_dead(pid) for pid in legs) and time.monotonic() < stop:
             time.sleep(0.05)
         assert not [pid for pid in legs if not is_dead(pid)]
-        assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
+        assert len(marker_events(marker)) == 4  # queued repeats never started after the signal
         assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
         # SIGTERM ends the flow through SystemExit, so atexit stops its embedded server too.
         assert wait_for(lambda: not orphaned_servers(PREFECT_HOME), timeout_s=10)
