@@ -289,9 +289,6 @@ def leg_state(answer: LegAnswer) -> State:
     return Completed(name="Cached", message=f"from cache: answered by {run}{leg}{at}", data=answer)
 
 
-# The run name comes from a ``label`` parameter (``<suite>/<probe>``) that is not part of the stage's
-# key, rather than from ``with_options`` per probe: each such copy rebuilt the task and its verified
-# storage, milliseconds per probe in the flow thread (benchmarks/bench_scale.py).
 #: The plan and reduce stages' own code version: bumped when what they compute changes (v2: every
 #: manifestation witness gets a clean twin leg), so a stored plan or verdict of the old rule stops
 #: answering without touching the leg cache (``CODE_VERSION`` enters every leg key; legs did not change).
@@ -300,6 +297,9 @@ _PLAN_INPUTS = ("contract", "probes", "run_id")
 _REDUCE_INPUTS = ("plan", "observations")
 
 
+# The run name comes from a ``label`` parameter (``<suite>/<probe>``) that is not part of the stage's
+# key, rather than from ``with_options`` per probe: each such copy rebuilt the task and its verified
+# storage, milliseconds per probe in the flow thread (benchmarks/bench_scale.py).
 @verified_stage
 @task(
     name="plan-preflight",
