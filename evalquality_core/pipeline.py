@@ -89,15 +89,22 @@ def _emit(sink: Sink | None, run_id: str, message: str) -> None:
 
 
 def run_preflight(
-    contract: Any, probes: Sequence[Any], run_id: str, port: ProbePortLike, *, sink: Sink | None = None
+    contract: Any,
+    probes: Sequence[Any],
+    run_id: str,
+    port: ProbePortLike,
+    *,
+    sink: Sink | None = None,
+    clean_witness_legs: bool = False,
 ) -> Any:
     """Plan, probe each leg once in plan order, reduce (§2.6): → ``PreflightVerdict``.
 
     A ``RuntimeFault`` from any leg propagates at once: a failed probe is a fault, a failed pre-flight
-    is a verdict.
+    is a verdict. ``clean_witness_legs``: the port runs fault legs on a seeded system, so each witness
+    also runs on the clean one (``preflight/plan.py``).
     """
     contract, probes = read_preflight_inputs(contract, probes)
-    plan = plan_preflight(contract, probes, run_id)
+    plan = plan_preflight(contract, probes, run_id, clean_witness_legs=clean_witness_legs)
     observations = []
     for leg in plan.legs:
         _emit(sink, run_id, f'leg "{leg.leg_id}": planned')

@@ -175,8 +175,12 @@ PREFLIGHT_CHECK_KINDS: tuple[PreflightCheckKind, ...] = get_args(PreflightCheckK
 PreflightCheckOutcome = Literal["satisfied", "failed", "exempt"]
 PREFLIGHT_CHECK_OUTCOMES: tuple[PreflightCheckOutcome, ...] = get_args(PreflightCheckOutcome)
 
-#: The five pre-flight leg kinds (preflight-adapter.md §1.2), in the order a plan emits them.
-LegPurpose = Literal["sensitivity", "control-observe", "control-mutate", "control-reset", "seeded-fault"]
+#: The pre-flight leg kinds: the reference's five (preflight-adapter.md §1.2), in the order a plan emits
+#: them, plus ours, ``seeded-fault-clean``: a manifestation witness's own inputs sent to the *clean*
+#: system, planned only when fault legs run against a seeded system (``plan_preflight(clean_witness_legs=True)``).
+LegPurpose = Literal[
+    "sensitivity", "control-observe", "control-mutate", "control-reset", "seeded-fault", "seeded-fault-clean"
+]
 LEG_PURPOSES: tuple[LegPurpose, ...] = get_args(LegPurpose)
 
 PrivateArtifactKind = Literal[

@@ -48,7 +48,7 @@ from evalquality_core.printable import printable
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
-from tasks.caching import CODE_VERSION, stage_cache, unpersisted_results, verified_stage
+from tasks.caching import CODE_VERSION, StageDigest, stage_cache, unpersisted_results, verified_stage
 from tasks.leg_cache import (
     LEG_CACHE_FAULT_PATH,
     LegAnswer,
@@ -291,15 +291,30 @@ def leg_state(answer: LegAnswer) -> State:
     return Completed(name="Cached", message=printable(f"from cache: answered by {run}{leg}{at}"), data=answer)
 
 
+#: The plan and reduce stages' own code version: bumped when what they compute changes (v2: every
+#: manifestation witness gets a clean twin leg), so a stored plan or verdict of the old rule stops
+#: answering without touching the leg cache (``CODE_VERSION`` enters every leg key; legs did not change).
+PREFLIGHT_STAGE_VERSION = f"{CODE_VERSION}-witness-clean-twin"
+_PLAN_INPUTS = ("contract", "probes", "run_id")
+_REDUCE_INPUTS = ("plan", "observations")
+
+
 # The run name comes from a ``label`` parameter (``<suite>/<probe>``) that is not part of the stage's
 # key, rather than from ``with_options`` per probe: each such copy rebuilt the task and its verified
 # storage, milliseconds per probe in the flow thread (benchmarks/bench_scale.py).
 @verified_stage
-@task(name="plan-preflight", task_run_name="plan/{label}", **stage_cache("contract", "probes", "run_id"))
+@task(
+    name="plan-preflight",
+    task_run_name="plan/{label}",
+    **{**stage_cache(*_PLAN_INPUTS), "cache_policy": StageDigest(inputs=_PLAN_INPUTS, version=PREFLIGHT_STAGE_VERSION)},
+)
 def plan_preflight_task(contract: Any, probes: Sequence[Any], run_id: str, label: str = "-") -> PreflightPlan:
     """``plan_preflight`` as a task: the legs (port-call order) and the checks (verdict order).
-    ``label`` names the task run only (``plan/<label>``); it never enters the cache key."""
-    return plan_preflight(contract, probes, run_id)
+    ``label`` names the task run only (``plan/<label>``); it never enters the cache key.
+
+    The harness stages a seeded-fault leg on its probe's mutation, so every witness gets a clean twin
+    (``clean_witness_legs``, evalquality_core/preflight/plan.py)."""
+    return plan_preflight(contract, probes, run_id, clean_witness_legs=True)
 
 
 def _spawn(job: LegJob) -> dict[str, Any]:
@@ -380,7 +395,11 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
 
 
 @verified_stage
-@task(name="reduce-preflight", task_run_name="reduce/{label}", **stage_cache("plan", "observations"))
+@task(
+    name="reduce-preflight",
+    task_run_name="reduce/{label}",
+    **{**stage_cache(*_REDUCE_INPUTS), "cache_policy": StageDigest(inputs=_REDUCE_INPUTS, version=PREFLIGHT_STAGE_VERSION)},
+)
 def reduce_preflight_task(plan: PreflightPlan, observations: Sequence[Mapping[str, Any]], label: str = "-") -> Any:
     """``reduce_preflight`` as a task: the ``PreflightVerdict`` of one probe's observations.
     ``label`` names the task run only (``reduce/<label>``); it never enters the cache key."""

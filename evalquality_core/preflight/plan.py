@@ -5,6 +5,17 @@ returns the legs to send through the probe port, in port-call order, plus the ch
 compute, in verdict order. The one decision that is not obvious: the clean legs of a seeded fault are
 *every* leg already registered for the same (interface, operation) pair; the 1.4.0 "answered alike"
 drop happens only in the reducer (§1.7 version note, §2.4).
+
+Ours, beyond the reference (``clean_witness_legs=True``, what the harness flows ask for): where a
+seeded-fault leg runs against a seeded system (a mutation of the clean one), nothing in the reference's
+plan sends the witness's *own inputs* to the clean system, so a witness that holds on clean behaviour
+too would pass ``seeded-faults-scoped`` and "catch" something that is not a defect. So each witness
+also gets a **clean twin**: a leg with the witness's inputs that runs on the clean system (purpose
+``seeded-fault-clean``, id minted from ``<witness legId>-clean``), planned just before its fault leg,
+or an identical clean leg the plan already has (same request, leg id aside), reused rather than planned
+twice. The reducer refuses the witness unless the twin answered and the witness does not hold on it.
+The reference's own surfaces (the ``eval-quality preflight`` CLI, the conformance chains) plan without
+twins, since their one port answers fault and clean legs alike (§1.7, §2.4).
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ from typing import Any
 from evalquality_core.artifacts.base import check_stamp
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.probe import Probe
+from evalquality_core.canonical import canonical_bytes
 from evalquality_core.faults import RuntimeFault, StructuralFailure
 from evalquality_core.registries import PREFLIGHT_INTERFACE_KINDS, LegPurpose, PreflightCheckKind
 
@@ -26,6 +38,12 @@ CONTRACT_SCHEMA_VERSIONS: tuple[int, ...] = EvalContract.ACCEPTED_SCHEMA_VERSION
 #: Bases of the minted control-leg ids (§1.4).
 CONTROL_OBSERVE_BASE = "preflight-control-observe"
 CONTROL_MUTATE_BASE = "preflight-control-mutate"
+#: A witness's clean twin is minted from its own leg id plus this suffix (module docstring).
+CLEAN_TWIN_SUFFIX = "-clean"
+#: The leg kinds that run against the clean system: any of them may stand as a witness's clean twin.
+CLEAN_SYSTEM_PURPOSES: frozenset[str] = frozenset(
+    {"sensitivity", "control-observe", "control-mutate", "control-reset", "seeded-fault-clean"}
+)
 
 #: Request channels per interface kind, in wire order (§1.6, artifacts.md §2.2).
 TRANSPORT_CHANNELS: tuple[str, ...] = ("path", "query", "header", "body")
@@ -70,6 +88,9 @@ class PlannedCheck:
     operation: Mapping[str, Any] | None = None
     defect_id: str | None = None
     clean_leg_ids: tuple[str, ...] = ()
+    #: ``seeded-faults-scoped`` only, with ``clean_witness_legs``: the clean leg that sent the witness's
+    #: own inputs to the clean system (also in ``clean_leg_ids``; exempt from the answered-alike drop).
+    clean_twin_leg_id: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,9 +343,22 @@ def _check_witness_inputs(
             )
 
 
-def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> PreflightPlan:
+def _identical_clean_leg(legs: Sequence[PlannedLeg], request: Mapping[str, Any]) -> PlannedLeg | None:
+    """The first leg of the plan that runs on the clean system and sends ``request`` (leg id aside)."""
+    wanted = canonical_bytes({**request, "probeId": ""})
+    for leg in legs:
+        if leg.purpose in CLEAN_SYSTEM_PURPOSES and canonical_bytes({**leg.request, "probeId": ""}) == wanted:
+            return leg
+    return None
+
+
+def plan_preflight(
+    contract: Any, probes: Sequence[Any], run_id: str, *, clean_witness_legs: bool = False
+) -> PreflightPlan:
     """Plan the pre-flight of ``contract`` against ``probes`` (§1): legs in port-call order, checks in verdict order.
 
+    ``clean_witness_legs``: fault legs run against a seeded system, so give each manifestation witness
+    a clean twin (module docstring). False plans exactly the reference's legs.
     Raises ``RuntimeFault('schema-version-mismatch')`` on a probe or contract stamp we do not read, and
     ``StructuralFailure`` for an unsupported interface kind, inputs of the wrong shape, an unresolvable
     witness or reset, duplicate leg ids, or a plan with no legs.
@@ -455,6 +489,20 @@ def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> Preflig
                 )
             interface, operation = found
             _check_witness_inputs(interface, operation, witness["inputs"], path)
+            twin_id: str | None = None
+            if clean_witness_legs:
+                twin_request = request_of(witness["legId"], interface, operation, witness["inputs"])
+                twin = _identical_clean_leg(legs, twin_request)
+                if twin is None:
+                    twin = add_leg(
+                        minter.mint(witness["legId"] + CLEAN_TWIN_SUFFIX),
+                        "seeded-fault-clean",
+                        interface,
+                        operation,
+                        witness["inputs"],
+                        f"{path}.legId",
+                    )
+                twin_id = twin.leg_id
             clean = tuple(
                 leg.leg_id
                 for leg in legs
@@ -470,6 +518,7 @@ def plan_preflight(contract: Any, probes: Sequence[Any], run_id: str) -> Preflig
                     operation=operation,
                     defect_id=defect_id,
                     clean_leg_ids=clean,
+                    clean_twin_leg_id=twin_id,
                 )
             )
             fault_checks.append(

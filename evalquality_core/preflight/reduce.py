@@ -6,6 +6,13 @@ check, in plan order. The six check kinds are the rows of ``CHECK_RULES``; every
 exact strings in ``NOTES``. The non-obvious rule: a clean leg that issued the fault leg's own request
 *and* received its answer is dropped before ``seeded-faults-scoped`` looks at it (the 1.4.0 rule, §2.4),
 and a check left with no clean leg fails, saying why.
+
+Ours, beyond the reference: when the plan gave a witness a clean twin (``plan.py``: the witness's own
+inputs sent to the clean system), ``seeded-faults-scoped`` looks at the twin first and is **failed**
+unless the twin answered and the witness does not hold on it (``false`` or ``insufficient-evidence``):
+``scoped-twin-missing`` / ``scoped-holds-clean`` in ``NOTES``. The twin is never dropped as "answered
+alike": it issues the fault leg's request by construction, so answering alike is exactly the witness
+holding on clean behaviour, the case this check exists to refuse.
 """
 
 from __future__ import annotations
@@ -51,6 +58,15 @@ NOTES: Mapping[str, str] = {
         "answer ({legs}), so nothing here establishes that the defect is scoped to it"
     ),
     "scoped-fires-clean": '{defect}: the manifestation witness fires on clean leg "{leg}"',
+    # Ours (module docstring): the witness's own inputs on the clean system.
+    "scoped-holds-clean": (
+        '{defect}: the manifestation witness also holds on the clean system for its own inputs (clean leg "{leg}"), '
+        "so it does not tell the defect from clean behaviour"
+    ),
+    "scoped-twin-missing": (
+        '{defect}: clean leg "{leg}" (the witness\'s own inputs on the clean system) produced no observation, '
+        "so nothing shows the witness fails on clean behaviour"
+    ),
     "fired-no-witness": "{defect}: the defect declares no manifestation witness, so it cannot be observed to fire",
     "fired-no-observation": "{defect}: the fault leg produced no observation",
     "fired-resolved": "{defect}: the manifestation witness resolved {resolution} on its own fault leg",
@@ -272,11 +288,19 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
     ids = (check.interface_id, check.operation_id)
     defect, witness_leg = check.defect_id, check.witness["legId"]
     fault = states[witness_leg]
+    twin_id = check.clean_twin_leg_id
+    if twin_id is not None:
+        # The twin must *show* the witness failing on clean behaviour: no answer shows nothing.
+        twin = states[twin_id]
+        if twin.evidence is None:
+            return CheckResult("failed", NOTES["scoped-twin-missing"].format(defect=defect, leg=twin_id), *ids)
+        if resolve(check.witness["relation"], {witness_leg: twin.evidence}, check.operation, plan) == "true":
+            return CheckResult("failed", NOTES["scoped-holds-clean"].format(defect=defect, leg=twin_id), *ids)
     dropped: list[str] = []
     examined: list[LegState] = []
     for leg_id in check.clean_leg_ids:
         state = states[leg_id]
-        if _answered_alike(state, fault):
+        if leg_id != twin_id and _answered_alike(state, fault):
             dropped.append(leg_id)
         else:
             examined.append(state)

@@ -59,7 +59,9 @@ def _reference_verdict(suite_dir: Path, scratch: Path) -> bytes:
                 suite.stager(probe, request.probe_id)(workspace)
                 return ServiceAdapter(suite.targets, {"python": sys.executable}).probe(request, workdir=workspace)
 
-    verdict = run_preflight(suite.contract, [probe], f"preflight-{suite.name}-{probe['probeId']}".lower(), StagingPort())
+    verdict = run_preflight(
+        suite.contract, [probe], f"preflight-{suite.name}-{probe['probeId']}".lower(), StagingPort(), clean_witness_legs=True
+    )
     return serialize_artifact(to_wire(verdict))
 
 

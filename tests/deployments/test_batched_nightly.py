@@ -118,7 +118,7 @@ def leg_keys(names: list[str]) -> set[str]:
     for suite in suites:
         contract = compile_contract(suite.contract)
         for probe in suite.probes:
-            plan = plan_preflight(contract, [probe], run_id_of(suite.name, probe["probeId"]))
+            plan = plan_preflight(contract, [probe], run_id_of(suite.name, probe["probeId"]), clean_witness_legs=True)
             keys.update(suite.leg_key_of(probe, leg) for leg in plan.legs)  # cli, mcp and api legs alike
     return keys
 

@@ -65,7 +65,7 @@ def make_corpus(root: Path) -> Path:
     # Every probe is scored under one suite-wide pre-flight, whose leg count is the cut suite's: the
     # core planner over the kept probes says how many legs that is.
     probes = [json.loads((suite / "probes" / f"{pid}.json").read_text()) for pid in KEPT]
-    legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut").legs)
+    legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut", clean_witness_legs=True).legs)
     for entry in recorded["probes"].values():
         entry["preflightLegs"] = legs
     (corpus / "expected-strength.json").write_text(json.dumps({"notes": recorded}, indent=2))

@@ -60,7 +60,7 @@ def make_corpus(root: Path, name: str = "notes", kept: tuple[str, ...] = KEPT) -
     recorded = json.loads((source / "expected-strength.json").read_text())[name]
     recorded["probes"] = {pid: entry for pid, entry in recorded["probes"].items() if pid in kept}
     probes = [json.loads((suite / "probes" / f"{pid}.json").read_text()) for pid in kept]
-    legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut").legs)
+    legs = len(plan_preflight(json.loads((suite / "contract.json").read_text()), probes, "cut", clean_witness_legs=True).legs)
     for entry in recorded["probes"].values():
         entry["preflightLegs"] = legs
     (corpus / "expected-strength.json").write_text(json.dumps({name: recorded}, indent=2))

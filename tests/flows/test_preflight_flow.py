@@ -36,9 +36,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: The flows inherit the test process's Prefect home (tests/conftest.py), so their embedded servers do too.
 PREFECT_HOME = os.environ["PREFECT_HOME"]
 PROBES = 3
-#: witness-frontend (= both control legs), witness-backend, and one seeded-fault leg per probe's mutation.
-DISTINCT_REQUESTS = 2 + PROBES
-LEGS = 5 * PROBES
+#: witness-frontend (= both control legs), witness-backend, the fault witness's clean twin (one request on
+#: the clean system, shared by every probe), and one seeded-fault leg per probe's mutation.
+DISTINCT_REQUESTS = 3 + PROBES
+LEGS = 6 * PROBES
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +73,7 @@ def _uninterrupted_verdicts(suite_dir: Path, scratch: Path) -> dict[str, bytes]:
     verdicts = {}
     for probe in suite.probes:
         run_id = f"preflight-{suite.name}-{probe['probeId']}".lower()
-        verdict = run_preflight(suite.contract, [probe], run_id, StagingPort(probe))
+        verdict = run_preflight(suite.contract, [probe], run_id, StagingPort(probe), clean_witness_legs=True)
         verdicts[probe["probeId"]] = serialize_artifact(to_wire(verdict))
     return verdicts
 
@@ -124,9 +125,9 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     # Piped, the run says its plan and reports progress in one line at a time (no bar, no traceback).
-    assert "suite skill: 3 probe(s), 15 legs planned" in resumed.stderr
+    assert f"suite skill: {PROBES} probe(s), {LEGS} legs planned" in resumed.stderr
     progress = [line for line in resumed.stderr.splitlines() if line.startswith("progress: ")]
-    assert progress and all(re.fullmatch(r"progress: \d+/15 legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
+    assert progress and all(re.fullmatch(rf"progress: \d+/{LEGS} legs done \(.*\), \d+ running, \d+ s", p) for p in progress)
     assert "Traceback" not in resumed.stdout + resumed.stderr
     summary = json.loads((out / "preflight-summary.json").read_text())
     resumed_starts = len(marker_events(marker)) - starts_before
@@ -143,7 +144,7 @@ def test_killed_run_resumes_without_respawning_and_rerun_spawns_nothing(conforma
         _command(suites, out, baseline), cwd=PROJECT_ROOT, env=_env(home), capture_output=True, text=True, timeout=300,
     )
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 legs run and 15 answered from cache" in again.stdout
+    assert f"0 legs run and {LEGS} answered from cache" in again.stdout
     assert json.loads((out / "preflight-summary.json").read_text())["legsSpawned"] == 0
     assert len(marker_events(marker)) == starts_before + resumed_starts
     assert "Traceback" not in again.stdout + again.stderr and "WARNING" not in again.stderr
@@ -174,7 +175,8 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
     legs: list[int] = []
     try:
         deadline = time.monotonic() + 180
-        while len(marker_events(marker)) < 3:  # frontend (= both controls), backend and the fault leg
+        # frontend (= both controls), backend, the witness's clean twin and the fault leg
+        while len(marker_events(marker)) < 4:
             assert flow.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         legs = [event["pid"] for event in marker_events(marker)]
@@ -186,7 +188,7 @@ def test_sigterm_kills_every_live_leg(conformance, tmp_path):
         while not all(is_dead(pid) for pid in legs) and time.monotonic() < stop:
             time.sleep(0.05)
         assert not [pid for pid in legs if not is_dead(pid)]
-        assert len(marker_events(marker)) == 3  # queued repeats never started after the signal
+        assert len(marker_events(marker)) == 4  # queued repeats never started after the signal
         assert _cached_entries(home) == 0  # a killed leg is a fault, never cached
         # SIGTERM ends the flow through SystemExit, so atexit stops its embedded server too.
         assert wait_for(lambda: not orphaned_servers(PREFECT_HOME), timeout_s=10)

@@ -24,9 +24,10 @@ from tests.fixtures.skill_suite import build_skill_suite, marker_events
 pytestmark = pytest.mark.slow
 
 PROBES = 2
-#: Five legs a probe: witness-frontend and both control legs share one request, witness-backend, the fault leg.
-LEGS = 5 * PROBES
-DISTINCT = 2 + PROBES
+#: Six legs a probe: witness-frontend and both control legs share one request, witness-backend, the fault
+#: leg, and the fault witness's clean twin (the same request on the clean system for every probe).
+LEGS = 6 * PROBES
+DISTINCT = 3 + PROBES
 
 
 def _settings(tmp_path: Path, suites: Path) -> FlowSettings:
@@ -119,7 +120,7 @@ def test_leg_states_names_tags_logs_and_a_moved_gate(conformance, tmp_path):
         assert onto in spawned, run.state.message
     # The plan per suite, each spawned leg's outcome and the cost line reached the run logger.
     messages = _logs(first_id)
-    assert "suite skill: 2 probe(s), 10 legs planned" in messages
+    assert f"suite skill: {PROBES} probe(s), {LEGS} legs planned" in messages
     leg_lines = [m for m in _task_logs(legs) if ": spawned, exit" in m]
     assert sorted(line.split(":")[0] for line in leg_lines) == sorted(spawned)
     assert any(m.startswith(f"{DISTINCT} legs run and 0 answered from cache ({LEGS - DISTINCT} collapsed") for m in messages)

@@ -29,7 +29,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("watching-server")]
 
 PROJECT = Path(__file__).resolve().parents[2]
 PROBES = 2
-LEGS = 5 * PROBES  # per suite (see test_watching.py)
+LEGS_PER_PROBE = 6  # see test_watching.py
+LEGS = LEGS_PER_PROBE * PROBES  # per suite
 
 
 def _start_server():
@@ -191,11 +192,11 @@ def test_a_piped_cli_run_on_a_real_server(conformance, tmp_path, server):
     assert len(table.splitlines()) >= 3 + 2 * PROBES and max(map(len, table.splitlines())) <= 120
     for suite in ("skill", "slow"):
         for probe in ("P-001", "P-002"):
-            assert re.search(rf"^{suite}\s+{probe}\s+5\s+\d+\s+\d+\s+\d+(\s|$)", table, re.M), table
+            assert re.search(rf"^{suite}\s+{probe}\s+{LEGS_PER_PROBE}\s+\d+\s+\d+\s+\d+(\s|$)", table, re.M), table
     cost = [m for m in messages if " legs run (" in m]
     assert cost and "timed out or faulted" in cost[0] and cost[0].endswith("s spent in legs")
     # The console printed the same table on stdout, key cells whole.
-    assert re.search(r"^slow\s+P-001\s+5\s+\d+\s+\d+\s+\d+\s+(fault: budget-exhausted|↓)", done.stdout, re.M), done.stdout
+    assert re.search(rf"^slow\s+P-001\s+{LEGS_PER_PROBE}\s+\d+\s+\d+\s+\d+\s+(fault: budget-exhausted|↓)", done.stdout, re.M), done.stdout
     # The documented artifact.
     assert [(a.key, a.type) for a in artifacts] == [("preflight-report", "markdown")]
 

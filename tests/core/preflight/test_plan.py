@@ -135,7 +135,10 @@ def test_reset_branch_plans_observe_mutate_reset_observe(conformance):
     assert clean_control.leg_ids == tuple(leg_id for leg_id, _, _ in control)
     state_reset = next(c for c in plan.checks if c.kind == "state-reset")
     assert state_reset.leg_ids == ("preflight-control-observe", "preflight-control-observe-2")
-    assert set(LEG_PURPOSES) == {leg.purpose for leg in plan.legs}  # census: all five kinds planned
+    # Census: the reference's five kinds planned; ours, the witness's clean twin, only when asked for.
+    assert set(LEG_PURPOSES) - {"seeded-fault-clean"} == {leg.purpose for leg in plan.legs}
+    twins = plan_preflight(contract, [probe], "r", clean_witness_legs=True)
+    assert set(LEG_PURPOSES) == {leg.purpose for leg in twins.legs}
 
 
 def test_no_observable_operation_means_no_control_checks(conformance):
