@@ -671,10 +671,17 @@ class StagingPort:
 
 
 def preflight_probe(suite: Suite, probe_id: str, adapter: Adapter | None = None) -> dict[str, Any]:
-    """A real pre-flight of one probe through our adapter, one staged workspace per leg."""
+    """A real pre-flight of one probe through our adapter, one staged workspace per leg.
+
+    Fault legs run on the probe's seeded system, so each manifestation witness also runs on the clean
+    system (``clean_witness_legs``): a witness that holds there too fails ``seeded-faults-scoped`` here
+    exactly as in the pre-flight flows, and no stored verdict passes a witness that cannot tell the
+    defect from clean behaviour."""
     adapter = adapter or adapter_for(suite)
     probe = suite.probes[probe_id]
-    verdict = run_preflight(suite.contract, [probe], run_id_of(suite, probe_id), StagingPort(suite, probe, adapter))
+    verdict = run_preflight(
+        suite.contract, [probe], run_id_of(suite, probe_id), StagingPort(suite, probe, adapter), clean_witness_legs=True
+    )
     return as_wire(verdict)
 
 
