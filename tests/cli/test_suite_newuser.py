@@ -84,6 +84,30 @@ def test_trials_exit_3_naming_the_failed_preflight_it_stored_and_scoring_it_is_i
 
 
 @pytest.mark.slow
+def test_trials_refuse_a_witness_that_also_holds_on_the_clean_system(tmp_path: Path) -> None:
+    """P-001's witness asks to patch a note that does not exist: the seeded system (its store write
+    deleted) leaves the store untouched, so the witness "fires", but so does the clean system (an unknown
+    note is refused before anything is written). ``suite trials`` runs the witness's inputs on the clean
+    system too, so the stored pre-flight fails ``seeded-faults-scoped`` naming that clean leg, and the
+    command exits 3 (before, the stored verdict passed and the probe "caught" clean behaviour)."""
+    suite = copy_suite("notes", tmp_path)
+    probe_path = suite / "probes" / "P-001.json"
+    probe = json.loads(probe_path.read_text(encoding="utf-8"))
+    witness = probe["defects"][0]["manifestationWitness"]
+    assert witness["legId"] == "silent-write-leg"
+    witness["inputs"]["option"]["id"] = "n-404"
+    probe_path.write_text(json.dumps(probe, indent=1), encoding="utf-8")
+
+    proc = eq("suite", "trials", str(suite), "--probe", "P-001", cwd=tmp_path)
+    one_line(proc, 3, "suite trials:", "pre-flight failed:", "seeded-faults-scoped (patch-note",
+             'also holds on the clean system for its own inputs (clean leg "silent-write-leg-clean")')
+    verdict = json.loads((suite / "trials" / "P-001" / "preflight-verdict.json").read_text())
+    assert verdict["passed"] is False
+    failed = [check for check in verdict["checks"] if check["outcome"] == "failed"]
+    assert [check["kind"] for check in failed] == ["seeded-faults-scoped"]
+
+
+@pytest.mark.slow
 def test_generate_exits_3_when_qualification_refuses_every_probe_and_0_when_one_qualifies(tmp_path: Path) -> None:
     """trace keeps two refused probes (artifact-channel signatures) beside two that qualify: generate
     writes and exits 0, reporting the refusals. Without the two that qualify nothing is measured:
