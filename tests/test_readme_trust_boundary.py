@@ -1,0 +1,36 @@
+"""The README's "Trust boundary" stays honest: every guarantee names the tests that prove it, and every
+test file it names exists (a renamed or deleted test would otherwise leave a guarantee unproved)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _section() -> str:
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Trust boundary\n")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def _bullets(part: str) -> list[str]:
+    return [bullet.strip() for bullet in re.split(r"\n(?=\* )", part) if bullet.startswith("* ")]
+
+
+def test_every_test_file_the_trust_boundary_names_exists() -> None:
+    named = set(re.findall(r"tests/[\w/]+\.py", _section()))
+    assert len(named) >= 20, named
+    missing = sorted(path for path in named if not (PROJECT_ROOT / path).is_file())
+    assert missing == [], missing
+
+
+def test_every_guarantee_names_its_proof_and_every_non_guarantee_says_what_it_is() -> None:
+    section = _section()
+    guarantees, _, non_guarantees = section.partition("What it does **not** guarantee")
+    assert non_guarantees, "the section lists what it does not guarantee"
+    for bullet in _bullets(guarantees):
+        assert re.search(r"\[(`tests/[^\]]+|same\s+(flow\s+)?files?\b[^\]]*)\]", bullet), bullet[:120]
+    assert len(_bullets(non_guarantees)) >= 10
