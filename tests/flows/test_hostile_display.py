@@ -108,7 +108,7 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory, migrated_prefect_db: P
         cwd=PROJECT_ROOT, env=_environment(home, migrated_prefect_db), capture_output=True, timeout=600,
     )
     (root / "output.txt").write_bytes(done.stdout + b"\n----\n" + done.stderr)  # for whoever debugs a failure
-    return {"done": done, "database": home / "prefect" / "prefect.db", "out": out}
+    return {"done": done, "database": home / "prefect" / "prefect.db", "out": out, "template": migrated_prefect_db}
 
 
 def test_the_console_shows_what_targets_wrote_escaped_and_nothing_raw(hostile_run: dict[str, Any]) -> None:
@@ -142,8 +142,12 @@ def test_prefect_logs_states_and_artifacts_hold_nothing_raw(hostile_run: dict[st
 
 
 def test_a_hostile_suite_name_is_literal_in_the_markdown_artifact(hostile_run: dict[str, Any]) -> None:
-    (markdown,) = [data for (key, data) in _rows(hostile_run["database"], "SELECT key, data FROM artifact")
-                   if key == "preflight-report"]
+    # The seeded database is a copy of this test process's own, which may already hold other runs' reports:
+    # only this run's flow runs count.
+    earlier = {flow_run for (flow_run,) in _rows(hostile_run["template"], "SELECT id FROM flow_run")}
+    (markdown,) = [data for (key, data, flow_run) in
+                   _rows(hostile_run["database"], "SELECT key, data, flow_run_id FROM artifact")
+                   if key == "preflight-report" and flow_run not in earlier]
     markdown = json.loads(markdown)  # stored as JSON text
     rows = [line for line in markdown.splitlines() if line.startswith("| ")]
     named = [row for row in rows if MARKDOWN_SHOWN in row]
