@@ -41,9 +41,14 @@ from tasks.home import PROJECT_ROOT, evalquality_home
 
 DEFAULT_CONCURRENCY = 8
 
-#: Whether the caller chose the home (``$EVALQUALITY_HOME`` set before ``configure_environment`` below
-#: fills in its default): a chosen home is never moved beside a suites folder.
-_HOME_CHOSEN = bool(os.environ.get("EVALQUALITY_HOME"))
+#: The home ``configure_environment`` below fills in when the caller chose none (None: chosen). A home
+#: the caller chose (any other ``$EVALQUALITY_HOME``, now or later) is never moved beside a suites folder.
+_DEFAULT_HOME: str | None = None if os.environ.get("EVALQUALITY_HOME") else str(evalquality_home())
+
+
+def _home_chosen() -> bool:
+    value = os.environ.get("EVALQUALITY_HOME")
+    return bool(value) and value != _DEFAULT_HOME
 #: The checkout's own suites folder; every other one keeps its state beside itself.
 CHECKOUT_SUITES = (PROJECT_ROOT / "corpus" / "suites").resolve()
 
@@ -222,7 +227,7 @@ def _suites_dir() -> Path:
 
 def _home(suites_dir: Path) -> Path:
     """The home in force: the caller's, the checkout's for its own suites, else beside the suites folder."""
-    if _HOME_CHOSEN or suites_dir == CHECKOUT_SUITES:
+    if _home_chosen() or suites_dir == CHECKOUT_SUITES:
         return evalquality_home()
     return suites_dir.parent / ".evalquality"
 
