@@ -86,7 +86,7 @@ from flows.lifecycle import (
 from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
-from flows.settings import FlowSettings, flow_run_settings, load_settings
+from flows.settings import FlowSettings, choose_suites, flow_run_settings, load_settings
 from flows.strength_baseline import (
     BASELINE_FILE,
     GateResult,
@@ -1021,7 +1021,7 @@ def _parser() -> argparse.ArgumentParser:
         "2 could not measure or the environment moved).",
     )
     parser.add_argument("--suites", metavar="DIR", help="folder of suites (default: corpus/suites; $EVALQUALITY_SUITES)")
-    parser.add_argument("--out", metavar="DIR", help="where artifacts go (default: <home>/contract-strength)")
+    parser.add_argument("--out", metavar="DIR", help="where artifacts go (default: <home>/contract-strength, <home> beside a foreign --suites)")
     parser.add_argument("--baseline", metavar="FILE", help="baseline (default: expected-strength.json beside the suites)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="tasks in flight at once (default 8)")
     parser.add_argument("--task-runner", choices=("threads", "dask"), default="threads", help="where tasks run")
@@ -1084,6 +1084,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
     args = _parser().parse_args(argv)
     prog = "python -m flows.contract_strength"
+    choose_suites(args.suites)  # the defaults (home, out, baseline) follow the suites folder
     settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
     with one_line_errors(prog):

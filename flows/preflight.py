@@ -63,7 +63,7 @@ from flows.report import (
     render_table,
     summary_line,
 )
-from flows.settings import FlowSettings, flow_run_settings
+from flows.settings import FlowSettings, choose_suites, flow_run_settings
 from flows.suites import Suite, load_suites
 from flows.watch import (
     GateMoved,
@@ -423,9 +423,9 @@ def _parser() -> argparse.ArgumentParser:
         "write the verdicts, and compare with the pre-flight baseline (exit 0 matched, 2 moved).",
     )
     parser.add_argument("--suites", metavar="DIR", help="folder of suites (default: corpus/suites; $EVALQUALITY_SUITES)")
-    parser.add_argument("--out", metavar="DIR", help="where verdicts go (default: <home>/preflight; $EVALQUALITY_OUT)")
+    parser.add_argument("--out", metavar="DIR", help="where verdicts go (default: <home>/preflight, <home> beside a foreign --suites; $EVALQUALITY_OUT)")
     parser.add_argument("--concurrency", type=int, metavar="N", help="legs in flight at once (default 8)")
-    parser.add_argument("--baseline", metavar="FILE", help="baseline file (default: corpus/expected-preflight.json)")
+    parser.add_argument("--baseline", metavar="FILE", help="baseline file (default: expected-preflight.json beside the suites folder)")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--force", action="store_true", help="ignore the cache: run each distinct request live once")
     modes.add_argument("--from-cache", action="store_true", help="answer only from the cache; a miss is a fault")
@@ -437,10 +437,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, and return the baseline gate's exit code."""
     args = _parser().parse_args(argv)
+    choose_suites(args.suites)  # the defaults below (home, out, baseline) follow the suites folder
     settings = start_flow_main(PROG, args.concurrency)
     settings = FlowSettings(
         home=settings.home,
-        suites_dir=Path(args.suites).resolve() if args.suites else settings.suites_dir,
+        suites_dir=settings.suites_dir,
         out_dir=Path(args.out).resolve() if args.out else settings.out_dir,
         concurrency=args.concurrency or settings.concurrency,
         baseline=Path(args.baseline).resolve() if args.baseline else settings.baseline,

@@ -14,11 +14,17 @@ Prefect's flow-run heartbeats off (below).
 
 | variable | default |
 |---|---|
-| ``EVALQUALITY_HOME`` | ``<project>/.evalquality`` in a checkout, else ``~/.cache/eval-quality`` |
-| ``EVALQUALITY_SUITES`` | ``<project>/corpus/suites`` |
+| ``EVALQUALITY_HOME`` | ``<project>/.evalquality`` in a checkout, else ``~/.cache/eval-quality``; for a suites |
+|   | folder other than the checkout's ``corpus/suites``: ``<suites>/../.evalquality`` |
+| ``EVALQUALITY_SUITES`` | ``<project>/corpus/suites`` (a flow's ``--suites DIR`` sets it: ``choose_suites``) |
 | ``EVALQUALITY_OUT`` | ``<home>/preflight`` |
 | ``EVALQUALITY_CONCURRENCY`` | ``8`` (legs in flight at once) |
-| ``EVALQUALITY_BASELINE`` | ``<project>/corpus/expected-preflight.json`` |
+| ``EVALQUALITY_BASELINE`` | ``<suites>/../expected-preflight.json`` (the checkout: ``corpus/expected-preflight.json``) |
+
+So a suites folder of the user's own keeps its baseline, outputs, leg cache and workspaces beside it and
+never writes into the checkout. Prefect's own database stays under ``PREFECT_HOME``, fixed when this
+module is imported (before any ``--suites`` is parsed): set ``EVALQUALITY_HOME`` or ``PREFECT_HOME`` to
+move it too.
 | ``EVALQUALITY_LEG_CACHE`` | unset: diskcache under ``<home>/leg-cache``; ``postgresql://user@host/db``: shared |
 """
 
@@ -34,6 +40,17 @@ from pathlib import Path
 from tasks.home import PROJECT_ROOT, evalquality_home
 
 DEFAULT_CONCURRENCY = 8
+
+#: The home ``configure_environment`` below fills in when the caller chose none (None: chosen). A home
+#: the caller chose (any other ``$EVALQUALITY_HOME``, now or later) is never moved beside a suites folder.
+_DEFAULT_HOME: str | None = None if os.environ.get("EVALQUALITY_HOME") else str(evalquality_home())
+
+
+def _home_chosen() -> bool:
+    value = os.environ.get("EVALQUALITY_HOME")
+    return bool(value) and value != _DEFAULT_HOME
+#: The checkout's own suites folder; every other one keeps its state beside itself.
+CHECKOUT_SUITES = (PROJECT_ROOT / "corpus" / "suites").resolve()
 
 #: Marks ``PREFECT_API_URL`` as the embedded server a flow process started itself
 #: (flows/embedded_server.py); its Dask workers inherit both.
@@ -204,14 +221,35 @@ def _check_leg_cache(raw: str | None) -> None:
     check_url(raw)
 
 
+def _suites_dir() -> Path:
+    return Path(os.environ.get("EVALQUALITY_SUITES") or CHECKOUT_SUITES).resolve()
+
+
+def _home(suites_dir: Path) -> Path:
+    """The home in force: the caller's, the checkout's for its own suites, else beside the suites folder."""
+    if _home_chosen() or suites_dir == CHECKOUT_SUITES:
+        return evalquality_home()
+    return suites_dir.parent / ".evalquality"
+
+
+def choose_suites(suites: str | None) -> None:
+    """A flow's ``--suites DIR`` (None: not given): make it the suites folder every default derives from,
+    in this process and in every process it starts (``EVALQUALITY_SUITES``, and ``EVALQUALITY_HOME`` when
+    the home moves beside the suites). Call it before ``load_settings``."""
+    if suites:
+        os.environ["EVALQUALITY_SUITES"] = str(Path(suites).resolve())
+    os.environ["EVALQUALITY_HOME"] = str(_home(_suites_dir()))
+
+
 def load_settings() -> FlowSettings:
-    """The settings in force now (environment read at call time)."""
+    """The settings in force now (environment read at call time; the table in the module docstring)."""
     _check_leg_cache(os.environ.get("EVALQUALITY_LEG_CACHE"))
-    home = evalquality_home()
+    suites_dir = _suites_dir()
+    home = _home(suites_dir)
     return FlowSettings(
         home=home,
-        suites_dir=Path(os.environ.get("EVALQUALITY_SUITES") or PROJECT_ROOT / "corpus" / "suites").resolve(),
+        suites_dir=suites_dir,
         out_dir=Path(os.environ.get("EVALQUALITY_OUT") or home / "preflight").resolve(),
         concurrency=_concurrency(os.environ.get("EVALQUALITY_CONCURRENCY")),
-        baseline=Path(os.environ.get("EVALQUALITY_BASELINE") or PROJECT_ROOT / "corpus" / "expected-preflight.json").resolve(),
+        baseline=Path(os.environ.get("EVALQUALITY_BASELINE") or suites_dir.parent / "expected-preflight.json").resolve(),
     )

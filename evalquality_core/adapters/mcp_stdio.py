@@ -5,7 +5,8 @@ denial (``interface-not-authorized``, ``tool-not-authorized``) is decided by the
 ``probe.mcp_policy`` before any process starts. Then one session per probe:
 
 1. spawn ``target *targetArgs`` without a shell, as the leader of a new session and process group,
-   in ``cwd``, with the adapter's ``PATH`` (absolute entries only) plus ``serverEnvironment`` and
+   in ``cwd``, with the adapter's ``PATH`` (absolute entries only) plus ``serverEnvironment`` (its
+   ``{workspace}`` filled with the call's workdir, the leg's staged workspace) and
    nothing else of ours, through the launch path every command leg takes (``local_target.launch_leg``:
    a ``process_group.LegProcess`` under its per-leg watchdog);
 2. ``initialize`` (protocol ``2025-06-18``), then ``notifications/initialized``, then ``tools/call``
@@ -80,6 +81,7 @@ from evalquality_core.probe.mcp_policy import (
     McpTargetPolicy,
     evaluate_mcp_request,
     mcp_forbidden_target_fault,
+    server_environment_for,
 )
 from evalquality_core.probe.port import AbortSignal
 
@@ -528,16 +530,22 @@ class McpStdioAdapter(LocalTargetAdapter[McpTargetPolicy, McpProbeObservation]):
         """``probe``, also returning the session's elapsed milliseconds."""
         parsed, authorization = admit(request, abort, self.policy, evaluate_mcp_request, mcp_forbidden_target_fault)
         assert isinstance(parsed, McpProbeRequest) and isinstance(authorization, McpTargetAuthorization)
-        spec = self.session_spec(parsed, authorization, leg_cwd(workdir, self.workdir, authorization.cwd))
+        base = os.fspath(workdir) if workdir is not None else (self.workdir or os.getcwd())
+        spec = self.session_spec(parsed, authorization, leg_cwd(workdir, self.workdir, authorization.cwd),
+                                 workspace=os.path.abspath(base))
         result = call_mechanism(self.mechanism, spec, abort, spec.argv, spec.cwd, _WHAT)
         return McpTimedObservation(assemble_mcp_observation(parsed, result), result.elapsed_ms)
 
-    def session_spec(self, request: McpProbeRequest, authorization: McpTargetAuthorization, cwd: str) -> McpSessionSpec:
-        """The session of an authorized request: argv, cwd, environment, the call, the budgets."""
+    def session_spec(
+        self, request: McpProbeRequest, authorization: McpTargetAuthorization, cwd: str, *, workspace: str | None = None
+    ) -> McpSessionSpec:
+        """The session of an authorized request: argv, cwd, environment (``{workspace}`` filled with
+        ``workspace``, default the absolute ``cwd``), the call, the budgets."""
         return McpSessionSpec(
             argv=(authorization.target, *authorization.target_args),
             cwd=cwd,
-            env=leg_environment(self.search_path, authorization.server_environment),
+            env=leg_environment(self.search_path, server_environment_for(
+                authorization.server_environment, workspace if workspace is not None else os.path.abspath(cwd))),
             tool_name=request.tool_name,
             arguments=request.channels.arguments,
             max_elapsed_ms=authorization.max_elapsed_ms,

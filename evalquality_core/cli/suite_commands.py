@@ -72,14 +72,18 @@ def suite_group() -> None:
     """The ``suite`` command group."""
 
 
-@suite_group.command("init", help="Write a working starter suite into DIR (new or empty), generated and trialled.")
+@suite_group.command("init", help=(
+    "Write a working starter suite into DIR (new or empty), generated and trialled. --kind picks the system: "
+    "cli (default) a command-line program, http an HTTP service, mcp a stdio tool server."))
 @_DIR
+@click.option("--kind", type=click.Choice(["cli", "http", "mcp"]), default="cli", show_default=True,
+              help="The kind of system under test the starter holds.")
 @_guarded("init")
-def suite_init(directory: Path) -> None:
-    """``suite init DIR``."""
+def suite_init(directory: Path, kind: str) -> None:
+    """``suite init DIR [--kind cli|http|mcp]``."""
     from evalquality_core.suite.init import init_suite
 
-    for path in init_suite(directory):
+    for path in init_suite(directory, kind=kind):
         click.echo(printable(f"wrote {path}"))
     click.echo(printable(f"next: eval-quality suite check {directory}"))
 

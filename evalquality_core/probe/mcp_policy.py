@@ -9,7 +9,9 @@ omits is unreachable even when the server publishes it.
 
 ``serverEnvironment`` is the whole environment of the server on top of the adapter's own ``PATH``
 (a declared ``PATH`` wins: the registry, not the contract, writes it). A tool call's only channel is
-its arguments, so nothing of a request ever reaches the environment or the command line.
+its arguments, so nothing of a request ever reaches the environment or the command line. A value
+may hold ``{workspace}`` (plain template grammar, templates.py), filled at launch with the leg's
+workspace (``server_environment_for``); any other placeholder is refused when the policy is read.
 
 ``targets.toml`` carries these as ``[[target]]`` tables with ``kind = "mcp"``; ``parse_mcp_target``
 validates one such table (snake_case keys, ``{name}`` placeholders in ``target``, ``target_args`` and
@@ -29,6 +31,7 @@ from evalquality_core.artifacts.base import ArtifactModel, NonEmptyStr
 from evalquality_core.artifacts.port_messages import Identifier, KeyName, McpProbeRequest
 from evalquality_core.faults import ForbiddenTargetReason, RuntimeFault
 from evalquality_core.probe.policy import MAX_ELAPSED_MS
+from evalquality_core.probe.templates import TemplateError, fill_template, template_fields
 
 __all__ = [
     "MCP_PROTOCOL_VERSION",
@@ -74,7 +77,34 @@ class McpTargetAuthorization(ArtifactModel):
         for key, value in environment.items():
             if "=" in key or "\0" in key or "\0" in value:
                 raise ValueError(f'environment entry "{key}" cannot be passed to a process ("=" or NUL)')
+            check_environment_template(key, value)
         return environment
+
+
+#: The one placeholder a ``server_environment`` value may hold: the leg's workspace (the staged root
+#: holding ``system/`` and ``work/``), filled when the server is launched (``server_environment_for``).
+WORKSPACE_PLACEHOLDER = "workspace"
+
+
+def check_environment_template(key: str, value: str) -> None:
+    """Refuse (``ValueError``, one line) a ``server_environment`` value that is not a plain template
+    (templates.py) or names a placeholder other than ``{workspace}``."""
+    try:
+        names = template_fields(value)
+    except TemplateError as problem:
+        raise ValueError(f'environment entry "{key}": {problem}') from None
+    unknown = sorted(set(names) - {WORKSPACE_PLACEHOLDER})
+    if unknown:
+        raise ValueError(
+            f'environment entry "{key}" names unknown placeholder {{{unknown[0]}}} '
+            f"(only {{{WORKSPACE_PLACEHOLDER}}}, the leg's workspace, is filled here; write {{{{ for a literal brace)"
+        )
+
+
+def server_environment_for(environment: Mapping[str, str], workspace: str) -> dict[str, str]:
+    """``environment`` with ``{workspace}`` filled by ``workspace`` (an absolute path) and ``{{``/``}}``
+    undone: what the server is launched with."""
+    return {key: fill_template(value, {WORKSPACE_PLACEHOLDER: workspace}) for key, value in environment.items()}
 
 
 class McpTargetPolicy(ArtifactModel):

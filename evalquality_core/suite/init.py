@@ -1,9 +1,11 @@
 """``eval-quality suite init DIR``: a working suite to start from, generated and trialled, ready to score.
 
-The starter (``evalquality_core/suite/starter/``, package data) is a tiny notes CLI with its fixture,
-registry, contract (which leaves no AD-20 coverage gap), evaluator choices, one probe of each class (a
-controlled-mutation defect, a gameability probe, a clean control), their mutations, a scoring policy and
-strength floors. ``init_suite`` copies it, then runs the generator and the reference evaluator on the
+The starters (``evalquality_core/suite/starters/<kind>/``, package data) are one per kind of system, all
+data: ``cli`` (the default) a tiny notes command-line program, ``http`` a notes HTTP service (registry
+``kind = "api"`` with a ``[service]`` table), ``mcp`` a notes tool server over stdio (``kind = "mcp"``).
+Each holds its system, fixture, registry, contract, evaluator choices, authored-only probes (a
+controlled-mutation defect and a clean control at least), their mutations, a scoring policy and strength
+floors. ``init_suite`` copies the chosen one, then runs the generator and the reference evaluator on the
 copy, so ``suite check`` passes and every probe scores PASS out of the box.
 """
 
@@ -16,17 +18,29 @@ from evalquality_core.suite.evaluator import regenerate
 from evalquality_core.suite.generate import Output, generate_suite, write_files
 from evalquality_core.suite.load import SuiteError
 
-#: The starter suite shipped with the package.
-STARTER = Path(__file__).resolve().parent / "starter"
+#: The starter suites shipped with the package, one folder per kind.
+STARTERS_ROOT = Path(__file__).resolve().parent / "starters"
+#: The kinds ``suite init --kind`` accepts, the default first.
+KINDS: tuple[str, ...] = ("cli", "http", "mcp")
+#: The default (command-line) starter.
+STARTER = STARTERS_ROOT / KINDS[0]
 
 
-def init_suite(destination: Path, *, jobs: int = 4) -> list[Path]:
-    """Write the starter suite into ``destination`` (new, or an empty folder), generate its evidence and
-    derived probe fields, and store its trials. Returns the files and trial folders written."""
+def starter_of(kind: str) -> Path:
+    """The starter folder for ``kind`` (one of ``KINDS``); any other kind is refused (SuiteError)."""
+    if kind not in KINDS:
+        raise SuiteError(f"--kind {kind!r}: not a starter kind; use one of {', '.join(KINDS)}")
+    return STARTERS_ROOT / kind
+
+
+def init_suite(destination: Path, *, kind: str = "cli", jobs: int = 4) -> list[Path]:
+    """Write the ``kind`` starter suite into ``destination`` (new, or an empty folder), generate its
+    evidence and derived probe fields, and store its trials. Returns the files and trial folders written."""
+    starter = starter_of(kind)
     destination = Path(destination)
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise SuiteError(f"{destination}: already exists and is not an empty folder; `suite init` never overwrites")
-    shutil.copytree(STARTER, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(starter, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
     out = Output()
     generate_suite(destination, out, jobs)
     written = write_files(out)

@@ -22,7 +22,8 @@ from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from tests.corpus.conftest import PROJECT_ROOT, SUITES, read
 
-STARTER = PROJECT_ROOT / "evalquality_core" / "suite" / "starter"
+STARTERS = PROJECT_ROOT / "evalquality_core" / "suite" / "starters"
+STARTER = STARTERS / "cli"
 CORPUS_POLICY = PROJECT_ROOT / "corpus" / "scoring-policy.json"
 
 
@@ -49,7 +50,8 @@ def artifacts_under(*roots: Path) -> list[Path]:
 def _artifacts() -> list[Path]:
     # The starter's probes hold only the hand-written fields (``suite init`` generates the rest, and
     # tests/cli/test_suite_commands.py holds what it writes to this same rule); its contract is whole.
-    return [*artifacts_under(SUITES), STARTER / "contract.json", STARTER / "scoring-policy.json", CORPUS_POLICY]
+    starters = [path for kind in sorted(STARTERS.iterdir()) for path in (kind / "contract.json", kind / "scoring-policy.json")]
+    return [*artifacts_under(SUITES), *starters, CORPUS_POLICY]
 
 
 def assert_newest_stamp(path: Path) -> None:

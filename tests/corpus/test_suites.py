@@ -175,3 +175,20 @@ def test_the_suite_init_starter_is_the_notes_suite_cut_to_one_probe_per_class() 
         assert (STARTER / name).read_bytes() == (notes / name).read_bytes(), name
     classes = sorted(read(p)["probeClass"] for p in (STARTER / "probes").glob("P-*.json"))
     assert classes == ["defect", "gameability", "zero-action"]
+
+
+@pytest.mark.parametrize(("kind", "corpus_suite", "system"), [
+    ("http", "notes-api", "system/notes_api.py"), ("mcp", "notes-tools", "system/notes_tool_server.py")])
+def test_each_kinds_starter_is_its_corpus_suite_cut_down(kind: str, corpus_suite: str, system: str) -> None:
+    """``suite init --kind http|mcp`` ships the notes-api / notes-tools suite's system, registry, contract,
+    evaluator choices and fixtures byte for byte, with a defect and a clean control (restamp both together)."""
+    from evalquality_core.suite.init import starter_of
+
+    starter, source = starter_of(kind), SUITES / corpus_suite
+    fixtures = [p.relative_to(source).as_posix() for p in (source / "fixtures").rglob("*") if p.is_file()]
+    shipped = [p.relative_to(starter).as_posix() for p in (starter / "fixtures").rglob("*") if p.is_file()]
+    assert set(shipped) <= set(fixtures) and shipped, kind
+    for name in ("contract.json", "evaluator.json", "targets.toml", "suite.toml", system, *shipped):
+        assert (starter / name).read_bytes() == (source / name).read_bytes(), (kind, name)
+    classes = sorted(read(p)["probeClass"] for p in (starter / "probes").glob("P-*.json"))
+    assert {"defect", "zero-action"} <= set(classes), kind
