@@ -159,25 +159,25 @@ def layer_members(layer: Path, prefix: str) -> dict[str, str]:
 
 Signature = dict[str, tuple[int, int, int, int, int]]
 
-_SOURCES: dict[Path, tuple[Signature, dict[str, str]]] = {}
+_SOURCES: dict[tuple[Path, str], tuple[Signature, dict[str, str]]] = {}
 _SOURCES_GUARD = threading.Lock()
 
 
 def source_layer_members(layer: Path, prefix: str) -> dict[str, str]:
     """:func:`layer_members` of a suite's layer, re-read only when its signature moved (each leg stages
     it, and re-digesting thousands of files per leg is the cost layers exist to save)."""
-    key = layer.absolute()
+    key = (layer.absolute(), prefix)
     seen = signature(layer)
     with _SOURCES_GUARD:
         known = _SOURCES.get(key)
         if known is not None and known[0] == seen:
-            return {posixpath.normpath(posixpath.join(prefix, path)): digest for path, digest in known[1].items()}
-    members = layer_members(layer, "")
+            return dict(known[1])
+    members = layer_members(layer, prefix)
     if signature(layer) != seen:
         raise StagingError(f"{layer}: the layer changed while it was digested; stage again")
     with _SOURCES_GUARD:
         _SOURCES[key] = (seen, members)
-    return {posixpath.normpath(posixpath.join(prefix, path)): digest for path, digest in members.items()}
+    return dict(members)
 
 
 def signature(root: Path) -> Signature:
