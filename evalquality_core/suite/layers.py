@@ -181,13 +181,23 @@ def source_layer_members(layer: Path, prefix: str) -> dict[str, str]:
 
 
 def signature(root: Path) -> Signature:
-    """Type/mode, inode, size, mtime and ctime (ns) of ``root`` and every entry under it, links not followed."""
+    """Type/mode, inode, size, mtime and ctime (ns) of ``root`` and every entry under it, links not followed.
+
+    Plain ``os`` strings, not ``Path`` objects: it runs twice per leg over thousands of entries."""
     seen: Signature = {}
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        for name in [".", *dirs, *files]:
-            path = Path(folder) if name == "." else Path(folder) / name
-            stat = path.lstat()
-            seen[path.relative_to(root).as_posix()] = (stat.st_mode, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    top = os.fspath(root)
+    stat = os.lstat(top)
+    seen["."] = (stat.st_mode, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    pending = [("", top)]
+    while pending:
+        relative, folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                stat = entry.stat(follow_symlinks=False)
+                key = f"{relative}{entry.name}"
+                seen[key] = (stat.st_mode, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((key + "/", entry.path))
     return seen
 
 
