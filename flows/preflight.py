@@ -292,7 +292,8 @@ def _submit_legs(
                 key=item.suite.leg_key_of(owner, leg),
                 policy=item.suite.policy,
                 mcp_policy=item.suite.mcp_policy,
-                stage=item.suite.stager(owner, leg.leg_id),
+                # The layer store sits beside the workspaces, in the eval-quality home.
+                stage=item.suite.stager(owner, leg.leg_id, str(Path(workspaces_dir).with_name("layers"))),
                 cache_dir=cache_dir,
                 cache_mode=mode,  # type: ignore[arg-type]
                 invocation=invocation,

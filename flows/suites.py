@@ -30,6 +30,7 @@ from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry, parse_targets
 from evalquality_core.suite import load as suite_load
 from evalquality_core.suite import staging
+from evalquality_core.suite.layers import LayerStore
 from tasks.preflight import interpreter_substitutions, key_entry, key_from_entry
 
 
@@ -100,13 +101,15 @@ class Suite:
                 return dict(probe)
         return dict(probes[0])
 
-    def stager(self, probe: Mapping[str, Any], leg_id: str) -> functools.partial[Any]:
-        """Stages this leg's workspace (clean, or the probe's mutation for a seeded-fault leg)."""
-        return functools.partial(_stage_leg, self.directory, dict(probe), leg_id)
+    def stager(self, probe: Mapping[str, Any], leg_id: str, layers_dir: str | None = None) -> functools.partial[Any]:
+        """Stages this leg's workspace (clean, or the probe's mutation for a seeded-fault leg); with
+        ``layers_dir`` the system's dependency layers are linked from that store, not copied."""
+        return functools.partial(_stage_leg, self.directory, dict(probe), leg_id, layers_dir)
 
 
-def _stage_leg(directory: Path, probe: dict[str, Any], leg_id: str, destination: Path) -> Any:
-    return staging.stage_for_leg(directory, probe, leg_id, destination)
+def _stage_leg(directory: Path, probe: dict[str, Any], leg_id: str, layers_dir: str | None, destination: Path) -> Any:
+    store = None if layers_dir is None else LayerStore(Path(layers_dir))
+    return staging.stage_for_leg(directory, probe, leg_id, destination, layers=store)
 
 
 @dataclass(frozen=True)

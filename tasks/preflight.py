@@ -48,6 +48,7 @@ from evalquality_core.printable import printable
 from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
+from evalquality_core.suite.staging import check_layers
 from tasks.caching import CODE_VERSION, StageDigest, stage_cache, unpersisted_results, verified_stage
 from tasks.leg_cache import (
     LEG_CACHE_FAULT_PATH,
@@ -322,7 +323,7 @@ def _spawn(job: LegJob) -> dict[str, Any]:
     if abort_event(job.invocation).is_set():  # the run was interrupted: start nothing more
         raise RuntimeFault("aborted", "ProbeRequest", "the pre-flight run was interrupted before this leg started")
     with leg_workspace(Path(job.workspaces_dir)) as workspace:
-        job.stage(workspace)
+        staged = job.stage(workspace)
         adapter: CommandLineAdapter | McpStdioAdapter | ServiceAdapter
         if job.request.get("kind") == "mcp":
             adapter = McpStdioAdapter(job.mcp_policy or McpTargetPolicy(authorizations=[]), workdir=workspace)
@@ -332,6 +333,11 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)
         observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
+        # A shared dependency layer the target could write through: verified after every leg that used
+        # it (evalquality_core/suite/layers.py); a changed one makes this leg a fault, never cached.
+        changed = check_layers(staged)
+        if changed:
+            raise RuntimeFault("digest-mismatch", "StagedWorkspace.layers", "; ".join(changed))
     if abort_event(job.invocation).is_set():
         # The run was interrupted while this leg ran: its group may have been killed from outside
         # (an exit of -9 is then our doing, not the system's answer), so it is a fault, never cached.

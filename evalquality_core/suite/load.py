@@ -67,8 +67,11 @@ SUITE_SETTINGS_KEYS: frozenset[str] = frozenset({"system-id", "fixtures"})
 #: flow), ``probes-from`` (a sibling suite whose probes this one reuses byte for byte; see generate.py),
 #: ``system-from`` (a sibling suite whose ``system/`` this one stages instead of holding a copy; see
 #: :func:`system_dir_of`), ``[evaluator]`` (the evaluator command of live trials; see evaluator_protocol.py)
-#: and ``[mutants]`` (the nightly opt-in of generated mutants; see suite/mutants.py).
-SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset({"floors", "probes-from", "system-from", "evaluator", "mutants"})
+#: ``[mutants]`` (the nightly opt-in of generated mutants; see suite/mutants.py) and ``layers`` (read-only
+#: dependency folders of the system, staged once and linked into each leg; see suite/layers.py).
+SUITE_OPTIONAL_KEYS: frozenset[str] = frozenset(
+    {"floors", "probes-from", "system-from", "evaluator", "mutants", "layers"}
+)
 #: The keys of a suite's ``evaluator.json`` (``about`` is optional prose).
 EVALUATOR_SETTINGS_KEYS: frozenset[str] = frozenset({"baselineSteps", "choices"})
 #: What the suite tools report as one line: bad suite files, refused artifacts, faults of a run and

@@ -16,6 +16,7 @@ generator stage one per trial with :func:`stage_workspace`.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
 from collections.abc import Iterable
@@ -24,6 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical.digest import digest_bytes, digest_directory
+from evalquality_core.suite.layers import (
+    LayerHandle,
+    LayerStore,
+    layer_members,
+    layer_paths,
+    source_layer_members,
+)
 from evalquality_core.suite.load import (
     Mutation,
     StagingError,
@@ -39,6 +47,7 @@ __all__ = [
     "Mutation",
     "StagedWorkspace",
     "StagingError",
+    "check_layers",
     "fault_leg_ids",
     "mutation_for_leg",
     "stage_for_leg",
@@ -57,6 +66,18 @@ class StagedWorkspace:
     mutation_id: str | None
     system_digest: str
     work_digest: str
+    #: The dependency layers linked in from ``store`` (empty when they were copied).
+    layers: tuple[LayerHandle, ...] = ()
+    store: LayerStore | None = None
+
+
+def check_layers(staged: Any) -> list[str]:
+    """After a leg ran in ``staged`` (a :class:`StagedWorkspace`, or anything else: no layers): why each
+    of its linked layers is no longer as verified (each such generation is tainted and rebuilt); empty
+    when every one is intact."""
+    if not isinstance(staged, StagedWorkspace) or staged.store is None:
+        return []
+    return [problem for problem in (staged.store.check(handle) for handle in staged.layers) if problem]
 
 
 def fault_leg_ids(probe: dict[str, Any]) -> set[str]:
@@ -91,14 +112,58 @@ def refuse_links(directory: Path) -> None:
             raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
 
 
+def _inside_layer(relative: str, layers: Iterable[str]) -> bool:
+    return any(relative == layer or relative.startswith(layer + "/") for layer in layers)
+
+
+def system_members(system: Path, layers: list[str], *, remember: bool = True) -> dict[str, str]:
+    """Member digests of ``system`` outside its ``layers`` (a symlink there refused), and of each layer
+    (its links kept when confined to it, :mod:`evalquality_core.suite.layers`). Plain files digest as
+    ``tree_digest`` does, so a system without links has the digest it always had. ``remember``: a layer's
+    members are kept per process until its signature moves (a suite's layers; not a workspace's copy)."""
+    members: dict[str, str] = {}
+    for folder, dirs, files in os.walk(system, followlinks=False):
+        base = Path(folder)
+        kept = []
+        for name in sorted(dirs):
+            path = base / name
+            relative = path.relative_to(system).as_posix()
+            if path.is_symlink():
+                if relative in layers:  # a staged workspace's linked layer: its members are the layer's
+                    continue
+                raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
+            if relative in layers:
+                members.update(source_layer_members(path, relative) if remember else layer_members(path, relative))
+            else:
+                kept.append(name)
+        dirs[:] = kept
+        for name in files:
+            path = base / name
+            relative = path.relative_to(system).as_posix()
+            if path.is_symlink():
+                raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
+            if path.is_file():
+                members[relative] = digest_bytes(path.read_bytes())
+    return members
+
+
 def stage_workspace(
-    suite: str | Path, destination: Path, mutation: Mutation | None = None, *, system_source: Path | None = None
+    suite: str | Path,
+    destination: Path,
+    mutation: Mutation | None = None,
+    *,
+    system_source: Path | None = None,
+    layers: LayerStore | None = None,
 ) -> StagedWorkspace:
     """Stage a fresh workspace for ``suite`` at ``destination`` (which must not exist or be empty).
 
     Copies the suite's ``system/`` (or ``system_source``, a disposable copy the generator mutates
     and restores in place) applying ``mutation`` to its target, and every fixture set into
-    ``work/``. Raises :class:`StagingError` on anything it cannot stage faithfully.
+    ``work/``. The system's dependency layers (:func:`~evalquality_core.suite.layers.layer_paths`) are
+    copied too, links confined to them kept as links; given a ``layers`` store, each is instead a
+    symlink to its verified generation there (:mod:`evalquality_core.suite.layers`), and the caller
+    runs :func:`check_layers` after the leg. Raises :class:`StagingError` on anything it cannot
+    stage faithfully.
     """
     source = suite_dir(suite)
     settings = read_suite_settings(source)
@@ -110,9 +175,27 @@ def stage_workspace(
     system = system_source or system_dir_of(source)  # its own system/, or a sibling's (system-from)
     if not system.is_dir():
         raise StagingError(f"{system}: the system to stage is not a directory")
-    refuse_links(system)
-    shutil.copytree(system, system_dir, symlinks=False)
+    paths = layer_paths(system, settings, source / "suite.toml")
+    members = system_members(system, paths)  # refuses a link outside a layer, or leaving its layer
+    # Links are copied as links: only confined links inside layers are left after the check above.
+    shutil.copytree(
+        system, system_dir, symlinks=True,
+        ignore=(lambda folder, names: [n for n in names if (Path(folder) / n).relative_to(system).as_posix() in paths])
+        if layers is not None else None,
+    )
+    handles: list[LayerHandle] = []
+    if layers is not None:
+        for relative in paths:
+            prefix = relative + "/"
+            digest = digest_directory({path: value for path, value in members.items() if path.startswith(prefix)})
+            handle = layers.acquire(system / relative, relative, digest)
+            handles.append(handle)
+            (system_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(handle.folder, system_dir / relative, target_is_directory=True)
     if mutation is not None:
+        inside = Path(mutation.target).relative_to("system").as_posix()
+        if _inside_layer(inside, paths):
+            raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
         target = destination / mutation.target
         if not target.is_file():
             raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
@@ -129,14 +212,21 @@ def stage_workspace(
         system_dir=system_dir,
         work_dir=work_dir,
         mutation_id=None if mutation is None else mutation.mutation_id,
-        system_digest=tree_digest(system_dir),
+        system_digest=_digest_of(
+            {**system_members(system_dir, paths, remember=False), **{k: v for h in handles for k, v in h.members.items()}}, system_dir
+        ),
         work_digest=tree_digest(work_dir),
+        layers=tuple(handles),
+        store=layers,
     )
 
 
-def stage_for_leg(suite: str | Path, probe: dict[str, Any], leg_id: str, destination: Path) -> StagedWorkspace:
-    """Stage the workspace one pre-flight leg of ``probe`` runs in (see :func:`mutation_for_leg`)."""
-    return stage_workspace(suite, destination, mutation_for_leg(suite, probe, leg_id))
+def stage_for_leg(
+    suite: str | Path, probe: dict[str, Any], leg_id: str, destination: Path, *, layers: LayerStore | None = None
+) -> StagedWorkspace:
+    """Stage the workspace one pre-flight leg of ``probe`` runs in (see :func:`mutation_for_leg`);
+    ``layers`` as for :func:`stage_workspace`."""
+    return stage_workspace(suite, destination, mutation_for_leg(suite, probe, leg_id), layers=layers)
 
 
 def _members(root: Path, prefix: str = "") -> dict[str, str]:
@@ -170,8 +260,8 @@ def staged_digests(
     system = system_dir_of(source)
     if not system.is_dir():
         raise StagingError(f"{system}: the system to stage is not a directory")
-    refuse_links(system)
-    clean = _members(system)
+    paths = layer_paths(system, settings, source / "suite.toml")
+    clean = system_members(system, paths)
     work: dict[str, str] = {}
     for fixture_set, place in sorted(settings["fixtures"].items()):
         fixture = unlinked_folder(source, "fixtures", fixture_set)  # neither fixtures/ nor the set a link
@@ -190,6 +280,8 @@ def staged_digests(
         if mutation is not None:
             relative = Path(mutation.target).relative_to("system").as_posix()
             target = system / relative
+            if _inside_layer(relative, paths):
+                raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
             if relative not in clean or not target.is_file():
                 raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
             # read_text/encode as stage_workspace's read_text/write_text do (universal newlines)

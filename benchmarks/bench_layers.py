@@ -1,0 +1,99 @@
+"""Dependency layers: staging cost per leg for a system holding the real ``node_modules/`` of the npm
+package ``@modelcontextprotocol/server-memory`` (~29 MB, ~4,000 files), the per-leg copy (the old path,
+``stage_workspace`` without a store) against the layer linked from the store (staged once, its
+signature checked after the leg), both measured in this run; prints the ratio (never asserted).
+
+Each leg: stage a fresh workspace, (layer) ``check_layers`` as the pre-flight does after the leg, then
+remove the workspace as ``leg_workspace`` does. The layer's first leg (which copies it into the store
+and digests it) is printed apart; the steady state is what every further leg pays. With
+``--sessions N`` each timing also runs N real ``node`` server sessions (one ``read_graph`` per leg).
+
+Usage: ``python benchmarks/bench_layers.py [--legs N] [--sessions N] [--node-modules DIR]`` (without
+``--node-modules`` it runs ``npm install`` into a temp folder, npm cache included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter  # noqa: E402
+from evalquality_core.probe.targets import parse_targets  # noqa: E402
+from evalquality_core.suite.layers import LayerStore  # noqa: E402
+from evalquality_core.suite.staging import check_layers, stage_workspace  # noqa: E402
+from tests.npm_memory import ENTRY, install_memory_server  # noqa: E402
+
+
+def _suite(root: Path, modules: Path) -> Path:
+    suite = root / "memory"
+    (suite / "fixtures" / "empty").mkdir(parents=True)
+    (suite / "fixtures" / "empty" / "README").write_text("empty\n")
+    (suite / "contract.json").write_text("{}\n")
+    (suite / "suite.toml").write_text('system-id = "server-memory"\n[fixtures]\nempty = "."\n')
+    shutil.copytree(modules, suite / "system" / "node_modules", symlinks=True)
+    node = shutil.which("node") or "node"
+    (suite / "targets.toml").write_text(
+        f'[[target]]\nkind = "mcp"\ninterface_id = "memory"\ntarget = "{node}"\n'
+        f'target_args = ["--preserve-symlinks", "--preserve-symlinks-main", "../system/{ENTRY}"]\n'
+        'tools = ["read_graph"]\ncwd = "work"\nserver_environment = { MEMORY_FILE_PATH = "../../../../../work/m.jsonl" }\n'
+        "max_elapsed_ms = 60000\nmax_output_bytes = 1048576\n"
+    )
+    return suite
+
+
+def _leg(suite: Path, workspace: Path, store: LayerStore | None, session: bool) -> None:
+    staged = stage_workspace(suite, workspace, layers=store)
+    if session:
+        registry = parse_targets((suite / "targets.toml").read_text(), "targets.toml")
+        observation = McpStdioAdapter(registry.to_mcp_policy({}), workdir=workspace).probe(
+            {"kind": "mcp", "probeId": "leg-read", "interfaceId": "memory", "operationId": "read-graph",
+             "toolName": "read_graph", "channels": {"arguments": {}}})
+        assert observation.is_error is False, observation
+    assert check_layers(staged) == []
+    shutil.rmtree(workspace)
+
+
+def _time(suite: Path, scratch: Path, store: LayerStore | None, legs: int, session: bool, tag: str) -> float:
+    started = time.perf_counter()
+    for number in range(legs):
+        _leg(suite, scratch / f"{tag}-{number}", store, session)
+    return (time.perf_counter() - started) / legs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--legs", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=3, help="legs that also run a real server session")
+    parser.add_argument("--node-modules", type=Path, default=None)
+    arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="evalquality-bench-layers-") as temp:
+        scratch = Path(temp)
+        modules = arguments.node_modules or install_memory_server(scratch / "npm")
+        files = sum(1 for _ in modules.rglob("*"))
+        size = sum(path.stat().st_size for path in modules.rglob("*") if path.is_file() and not path.is_symlink())
+        suite = _suite(scratch / "suites", modules)
+        store = LayerStore(scratch / "home" / "layers")
+        print(f"system: node_modules of @modelcontextprotocol/server-memory, {files} entries, {size / 2**20:.1f} MiB")
+        started = time.perf_counter()
+        _leg(suite, scratch / "first", store, False)
+        first = time.perf_counter() - started
+        copy = _time(suite, scratch, None, arguments.legs, False, "copy")
+        layer = _time(suite, scratch, store, arguments.legs, False, "layer")
+        print(f"staging per leg ({arguments.legs} legs): copy {copy * 1000:.1f} ms, layer {layer * 1000:.1f} ms "
+              f"(first leg, storing the layer: {first * 1000:.1f} ms)")
+        print(f"ratio copy/layer: {copy / layer:.1f}x  (legs/s staged: copy {1 / copy:.1f}, layer {1 / layer:.1f})")
+        if arguments.sessions:
+            copy = _time(suite, scratch, None, arguments.sessions, True, "copy-session")
+            layer = _time(suite, scratch, store, arguments.sessions, True, "layer-session")
+            print(f"with a real server session per leg ({arguments.sessions} legs): copy {copy * 1000:.0f} ms, "
+                  f"layer {layer * 1000:.0f} ms, ratio {copy / layer:.2f}x (legs/s: {1 / copy:.2f} vs {1 / layer:.2f})")
+
+
+if __name__ == "__main__":
+    main()
