@@ -27,24 +27,7 @@ from evalquality_core.adapters.mcp_stdio import McpStdioAdapter  # noqa: E402
 from evalquality_core.probe.targets import parse_targets  # noqa: E402
 from evalquality_core.suite.layers import LayerStore  # noqa: E402
 from evalquality_core.suite.staging import check_layers, stage_workspace  # noqa: E402
-from tests.npm_memory import ENTRY, install_memory_server  # noqa: E402
-
-
-def _suite(root: Path, modules: Path) -> Path:
-    suite = root / "memory"
-    (suite / "fixtures" / "empty").mkdir(parents=True)
-    (suite / "fixtures" / "empty" / "README").write_text("empty\n")
-    (suite / "contract.json").write_text("{}\n")
-    (suite / "suite.toml").write_text('system-id = "server-memory"\n[fixtures]\nempty = "."\n')
-    shutil.copytree(modules, suite / "system" / "node_modules", symlinks=True)
-    node = shutil.which("node") or "node"
-    (suite / "targets.toml").write_text(
-        f'[[target]]\nkind = "mcp"\ninterface_id = "memory"\ntarget = "{node}"\n'
-        f'target_args = ["--preserve-symlinks", "--preserve-symlinks-main", "../system/{ENTRY}"]\n'
-        'tools = ["read_graph"]\ncwd = "work"\nserver_environment = { MEMORY_FILE_PATH = "../../../../../work/m.jsonl" }\n'
-        "max_elapsed_ms = 60000\nmax_output_bytes = 1048576\n"
-    )
-    return suite
+from tests.npm_memory import install_memory_server, memory_suite  # noqa: E402
 
 
 def _leg(suite: Path, workspace: Path, store: LayerStore | None, session: bool) -> None:
@@ -77,7 +60,7 @@ def main() -> None:
         modules = arguments.node_modules or install_memory_server(scratch / "npm")
         files = sum(1 for _ in modules.rglob("*"))
         size = sum(path.stat().st_size for path in modules.rglob("*") if path.is_file() and not path.is_symlink())
-        suite = _suite(scratch / "suites", modules)
+        suite = memory_suite(scratch / "suites", modules, memory_file="../../../../../work/m.jsonl", tools=("read_graph",))
         store = LayerStore(scratch / "home" / "layers")
         print(f"system: node_modules of @modelcontextprotocol/server-memory, {files} entries, {size / 2**20:.1f} MiB")
         started = time.perf_counter()

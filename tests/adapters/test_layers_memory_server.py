@@ -6,7 +6,6 @@ store (staged once) and answered by the real MCP stdio adapter, a real ``node`` 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.layers import LayerStore
 from evalquality_core.suite.staging import check_layers, stage_workspace, staged_digests
-from tests.npm_memory import ENTRY, NpmInstallFailed, install_memory_server
+from tests.npm_memory import NpmInstallFailed, install_memory_server, memory_suite
 
 pytestmark = pytest.mark.slow
 
@@ -32,34 +31,6 @@ def memory_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return install_memory_server(tmp_path_factory.mktemp("npm-server-memory"))
     except NpmInstallFailed as failed:
         pytest.fail(f"could not install the real MCP server for this test: {failed}", pytrace=False)
-
-
-def memory_suite(root: Path, modules: Path, *, memory_file: str | None) -> Path:
-    """A suite whose system is the installed package: ``system/node_modules`` and nothing else of ours.
-
-    With ``memory_file`` the server keeps its graph there (node runs with ``--preserve-symlinks`` so a
-    relative path resolves from the workspace's ``system/``, not from the layer store); without it the
-    package's default applies: a ``memory.jsonl`` beside its own ``dist/index.js``, inside the layer."""
-    suite = root / "memory"
-    (suite / "fixtures" / "empty").mkdir(parents=True)
-    (suite / "fixtures" / "empty" / "README").write_text("an empty working directory\n")
-    (suite / "contract.json").write_text("{}\n")
-    (suite / "suite.toml").write_text('system-id = "server-memory"\n[fixtures]\nempty = "."\n')
-    shutil.copytree(modules, suite / "system" / "node_modules", symlinks=True)
-    environment = "{}" if memory_file is None else json.dumps({"MEMORY_FILE_PATH": memory_file}).replace(":", " =")
-    (suite / "targets.toml").write_text(
-        "[[target]]\n"
-        'kind = "mcp"\n'
-        'interface_id = "memory"\n'
-        f"target = {json.dumps(NODE)}\n"
-        f'target_args = ["--preserve-symlinks", "--preserve-symlinks-main", "../system/{ENTRY}"]\n'
-        'tools = ["create_entities", "read_graph"]\n'
-        'cwd = "work"\n'
-        f"server_environment = {environment}\n"
-        "max_elapsed_ms = 60000\n"
-        "max_output_bytes = 1048576\n"
-    )
-    return suite
 
 
 def call(suite: Path, store: LayerStore, workspace: Path, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
