@@ -28,9 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import record
+
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.adapters.process_group import watchdog_pid
 from evalquality_core.probe.policy import parse_command_target_policy
+
+#: What this run measured, for ``record`` (benchmarks/results/bench_adapter.json).
+RATIOS: dict[str, float] = {}
+FIGURES: dict[str, float | int | str] = {}
 
 
 def _policy(target: str, target_args: list[str], workdir: str) -> object:
@@ -130,6 +136,11 @@ def compare(label: str, argv: list[str], spawns: int) -> float:
     least = {name: min(times) for name, times in wall.items()}
     per_spawn_cpu = {name: total / spawns for name, total in cpu.items()}
     ratio = median["adapter"] / median["bare"]
+    RATIOS[f"{label}: adapter / bare median"] = ratio
+    RATIOS[f"{label}: adapter / bare CPU"] = per_spawn_cpu["adapter"] / max(per_spawn_cpu["bare"], 1e-9)
+    FIGURES[f"{label}: bare median ms"] = median["bare"] * 1000
+    FIGURES[f"{label}: adapter median ms"] = median["adapter"] * 1000
+    FIGURES["spawns"] = spawns
     print(
         f"{label}: over {spawns} spawns each, median / min wall ms / CPU ms per spawn: "
         f"subprocess.run {median['bare'] * 1000:.2f} / {least['bare'] * 1000:.2f} / {per_spawn_cpu['bare'] * 1000:.2f}, "
@@ -160,6 +171,8 @@ def first_leg() -> None:
     first, second = (float(x) for x in subprocess.run([sys.executable, "-c", code, root], capture_output=True,
                                                        text=True, check=True).stdout.split())
     print(f"first leg of a process (starts the shared watchdog): {first:.2f} ms; its second leg {second:.2f} ms")
+    FIGURES["first leg of a process ms"] = first
+    FIGURES["its second leg ms"] = second
 
 
 def main() -> None:
@@ -168,6 +181,8 @@ def main() -> None:
     compare("/bin/true", ["/bin/true"], spawns)
     compare("python -c pass", [sys.executable, "-c", "pass"], spawns)
     first_leg()
+    record(__file__, baseline="a bare subprocess.run of the same command (median per spawn, alternating)",
+           ratios=RATIOS, figures=FIGURES)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 importlib.import_module("flows")  # fixes Prefect's home and logging before Prefect is imported
 
 from prefect import flow  # noqa: E402
+from results import record  # noqa: E402
 
 from flows.contract_strength import run_contract_strength  # noqa: E402
 from flows.preflight import run_preflight_flow  # noqa: E402
@@ -99,6 +100,14 @@ def main() -> int:
     print(f"(c) live night / stored night          = {live_s / cached_s:.2f}  (legs cached in both: the trials' cost)")
     print(f"(d) cached live night / first live     = {live_cached_s / live_s:.2f}  (aim: well under 1)")
     print(f"(e) cached live night / cached pre-flight = {live_cached_s / pre_s:.2f}  (aim: about 1, <= 1.5)")
+    record(__file__, baseline="the first night, the cached pre-flight alone, the stored night (same run)",
+           ratios={"cached night / first night": cached_s / first_s,
+                   "cached night / cached pre-flight (aim <= 2)": cached_s / pre_s,
+                   "live night / stored night": live_s / cached_s,
+                   "cached live night / first live night": live_cached_s / live_s,
+                   "cached live night / cached pre-flight (aim <= 1.5)": live_cached_s / pre_s},
+           figures={"first night s": first_s, "cached night s": cached_s, "cached pre-flight s": pre_s,
+                    "first live night s": live_s, "cached live night s": live_cached_s})
     return 0
 
 

@@ -18,6 +18,7 @@ import sys
 import time
 
 from embedded_home import PROJECT, embedded_home
+from results import record
 
 #: ``main`` as ``python -m flows.preflight`` runs it, with the flows' own server start turned off.
 PREFECTS_OWN = (
@@ -53,11 +54,18 @@ def main() -> int:
         for _ in range(args.rounds):
             ours.append(_timed(ours_command, env))
             prefects.append(_timed([sys.executable, "-c", PREFECTS_OWN], env))
+        ratios: dict[str, float] = {}
+        figures: dict[str, float | int | str] = {"rounds": args.rounds}
         for what, index in (("wall", 0), ("CPU", 1)):
             mine = statistics.median(run[index] for run in ours)
             theirs = statistics.median(run[index] for run in prefects)
             print(f"cached python -m flows.preflight, {what} (median of {args.rounds}): Prefect's own server start "
                   f"{theirs:.2f} s, the flows' own {mine:.2f} s; ratio {theirs / mine:.2f}")
+            ratios[f"{what}: Prefect's own start / the flows' own"] = theirs / mine
+            figures[f"{what}: Prefect's own start s"] = theirs
+            figures[f"{what}: the flows' own s"] = mine
+    record(__file__, baseline="a cached python -m flows.preflight with the flows' own embedded server start",
+           ratios=ratios, figures=figures)
     return 0
 
 

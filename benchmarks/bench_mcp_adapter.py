@@ -23,9 +23,14 @@ from pathlib import Path
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from results import record
 
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
 from evalquality_core.probe.mcp_policy import parse_mcp_target_policy
+
+#: What this run measured, for ``record`` (benchmarks/results/bench_mcp_adapter.json).
+RATIOS: dict[str, float] = {}
+FIGURES: dict[str, float | int | str] = {}
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mcp"
 ARGUMENTS = {"value": "a note about benchmarks\nwith two lines"}
@@ -76,6 +81,10 @@ def compare(label: str, server: Path, calls: int) -> float:
             loop.close()
     ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
     ratio = ours_median / theirs_median
+    RATIOS[f"{label}: adapter / SDK client"] = ratio
+    FIGURES[f"{label}: adapter median ms"] = ours_median * 1000
+    FIGURES[f"{label}: SDK client median ms"] = theirs_median * 1000
+    FIGURES[f"{label}: calls"] = calls
     print(
         f"{label}: adapter median {ours_median * 1000:.1f} ms, mcp SDK stdio client {theirs_median * 1000:.1f} ms "
         f"over {calls} calls each: ratio adapter/SDK {ratio:.2f} (aim <= 1.0)"
@@ -88,6 +97,8 @@ def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     compare("SDK server (tool_server.py)", FIXTURES / "tool_server.py", calls)
     compare("stdlib server (plain_server.py)", FIXTURES / "plain_server.py", calls * 4)
+    record(__file__, baseline="the same tool call through the mcp SDK's stdio client (median per call)",
+           ratios=RATIOS, figures=FIGURES)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
+from results import record  # noqa: E402
 
 from evalquality_core.probe.policy import parse_command_target_policy  # noqa: E402
 from flows.preflight import run_preflight_flow  # noqa: E402
@@ -174,6 +175,14 @@ def main() -> int:
         print(f"(b) fan-out: {args.legs} legs x {SLEEP_S} s at concurrency {args.concurrency}: "
               f"measured {measured_s:.2f} s, ideal {ideal_s:.2f} s, efficiency {ideal_s / measured_s:.2f} (aim >= 0.8); "
               f"{leg_seconds:.2f} s inside legs; whole flow call {outer_s:.2f} s")
+        record(__file__, baseline="a Prefect flow of as many no-op tasks; the ideal fan-out time",
+               ratios={"cached re-run / no-op tasks (aim <= 1.5)": cached_s / noop_s,
+                       "flow bodies: cached / no-op": cached_body_s / noop_body_s,
+                       "fan-out efficiency (aim >= 0.8)": ideal_s / measured_s},
+               figures={"probes": len(cached.probes), "first run s": cold_s, "cached re-run s": cached_s,
+                        "no-op tasks": tasks_run, "no-op flow s": noop_s, "fan-out legs": args.legs,
+                        "concurrency": args.concurrency, "fan-out measured s": measured_s,
+                        "fan-out ideal s": ideal_s})
         return 0
 
 

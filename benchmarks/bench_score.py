@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from results import record
+
 from evalquality_core.artifacts.base import read_artifact
 from evalquality_core.artifacts.contract import EvalContract
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
@@ -82,6 +84,10 @@ def main(rounds: int) -> None:
     print(f"  parse + validate 7 inputs: {parse_median * 1e3:8.3f} ms  ({1 / parse_median:8.1f} /s)")
     print(f"  ingest + score + emit:     {score_median * 1e3:8.3f} ms  ({1 / score_median:8.1f} /s)")
     print(f"  ratio score / parse:       {score_median / parse_median:8.2f}")
+    record(__file__, baseline="parsing and validating the worked example's seven input files (median)",
+           ratios={"ingest+score+emit / parse+validate": score_median / parse_median},
+           figures={"rounds": rounds, "parse+validate ms": parse_median * 1e3,
+                    "ingest+score+emit ms": score_median * 1e3})
 
 
 if __name__ == "__main__":
