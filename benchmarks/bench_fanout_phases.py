@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from embedded_home import embedded_home
+from results import record
 
 SLEEP_S = 0.5
 PAUSE_S = 3.0
@@ -304,6 +305,13 @@ def main() -> int:
                   f"with reuse {ours:.2f} s (efficiency {ideal / ours:.2f})")
         print(f"median of {args.rounds} rounds: spawn-leg {ours:.2f} s (efficiency {ideal / ours:.2f}), "
               f"sleep-only {baseline:.2f} s (efficiency {ideal / baseline:.2f}); sleep-only / spawn-leg {baseline / ours:.2f}")
+        ratios = {"spawn-leg efficiency": ideal / ours, "sleep-only efficiency": ideal / baseline,
+                  "sleep-only / spawn-leg": baseline / ours}
+        if args.compare_reuse:
+            ratios["spawn-leg efficiency without watchdog reuse"] = ideal / fresh
+        record(__file__, baseline="Prefect tasks that only sleep; the ideal fan-out time (median of the rounds)",
+               ratios=ratios, figures={"rounds": args.rounds, "spawn-leg s": ours, "sleep-only s": baseline,
+                                       "ideal s": ideal})
     idle_stop.set()
     return 0
 

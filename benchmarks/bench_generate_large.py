@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from results import record
+
 PROJECT = Path(__file__).resolve().parents[1]
 
 _CHILD = r"""
@@ -86,6 +88,11 @@ def main() -> int:
         print(f"from {l0} to {l1} lines ({c1 / c0:.1f}x the candidates): time per candidate x{p1 / p0:.2f}, "
               f"generation over parse x{r1 / r0:.2f}, memory above the parse baseline {m0:.0f} -> {m1:.0f} MiB"
               "  (1.0 = linear; the memory above the baseline is what generation itself holds)")
+        record(__file__, baseline=f"parsing the same {args.module} prefix with libcst (same run); the smallest prefix",
+               ratios={f"time per candidate, {l1} over {l0} lines (1.0 = linear)": p1 / p0,
+                       f"generation over parse, {l1} over {l0} lines": r1 / r0},
+               figures={"module": args.module, "lines": args.lines, f"ms per candidate at {l0} lines": p0,
+                        f"ms per candidate at {l1} lines": p1, f"MiB above parse at {l1} lines": m1})
     return 0
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import record  # noqa: E402  (beside this script)
+
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter  # noqa: E402
 from evalquality_core.probe.targets import parse_targets  # noqa: E402
 from evalquality_core.suite.layers import LayerStore  # noqa: E402
@@ -71,11 +73,17 @@ def main() -> None:
         print(f"staging per leg ({arguments.legs} legs): copy {copy * 1000:.1f} ms, layer {layer * 1000:.1f} ms "
               f"(first leg, storing the layer: {first * 1000:.1f} ms)")
         print(f"ratio copy/layer: {copy / layer:.1f}x  (legs/s staged: copy {1 / copy:.1f}, layer {1 / layer:.1f})")
+        ratios = {"staging per leg: copy / layer": copy / layer}
+        figures: dict[str, float | int | str] = {"legs": arguments.legs, "copy ms": copy * 1000,
+                                                "layer ms": layer * 1000, "first leg ms": first * 1000}
         if arguments.sessions:
             copy = _time(suite, scratch, None, arguments.sessions, True, "copy-session")
             layer = _time(suite, scratch, store, arguments.sessions, True, "layer-session")
             print(f"with a real server session per leg ({arguments.sessions} legs): copy {copy * 1000:.0f} ms, "
                   f"layer {layer * 1000:.0f} ms, ratio {copy / layer:.2f}x (legs/s: {1 / copy:.2f} vs {1 / layer:.2f})")
+            ratios["with a real server session per leg: copy / layer"] = copy / layer
+        record(__file__, baseline="copying the system's node_modules into every leg's workspace",
+               ratios=ratios, figures=figures)
 
 
 if __name__ == "__main__":

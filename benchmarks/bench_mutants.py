@@ -42,6 +42,7 @@ importlib.import_module("flows")  # Prefect's home and logging before anything i
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
+from results import record  # noqa: E402  (beside this script)
 from server_idle import settle  # noqa: E402  (beside this script)
 
 from evalquality_core.mutants.catalogue import OPERATOR_NAMES  # noqa: E402
@@ -250,6 +251,13 @@ def main() -> int:
     same, opposite, ties = concordance(generated_rates, hand_rates)
     print(f"   pairs ordered alike {same}, oppositely {opposite}, tied in either ranking {ties}"
           + (" (the hand-written rates tie wherever both are 1.00)" if ties else ""))
+    record(__file__, baseline="a flow of as many no-op tasks (cached re-run); the hand-written probes (ranking)",
+           ratios={"cached re-run / no-op tasks": again_s / no_op_s},
+           figures={"sample": args.sample, "seed": args.seed, "mutants run": selected,
+                    "mutants per second, cold": selected / sampled_s, "cached re-run s": again_s,
+                    "no-op tasks s": no_op_s, "ranking pairs alike": same, "ranking pairs opposite": opposite,
+                    "ranking pairs tied": ties,
+                    **{f"kill score {name}": rate for name, rate in sorted(generated_rates.items())}})
     return 0
 
 

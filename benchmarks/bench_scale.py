@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from results import record
 from server_idle import children_cpu_s, settle
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -408,6 +409,32 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def record_rows(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The aims' three ratios (and the figures behind them) into benchmarks/results/bench_scale.json."""
+    small, large = rows[0], rows[-1]
+    ratios: dict[str, float] = {}
+    figures: dict[str, float | int | str] = {"sizes": args.sizes}
+    if large["noop_per_leg_ms"]:
+        ratios[f"per-leg overhead vs no-op tasks at N={large['suites']} (aim <= 1.5)"] = (
+            large["per_leg_ms"] / large["noop_per_leg_ms"])
+    if large["noop_cpu_per_leg_ms"]:
+        ratios[f"CPU per leg vs no-op tasks at N={large['suites']}"] = (
+            large["cpu_per_leg_ms"] / large["noop_cpu_per_leg_ms"])
+    if len(rows) > 1 and small["per_leg_ms"]:
+        ratios[f"growth N={large['suites']} over N={small['suites']} (aim <= 1.2)"] = (
+            large["per_leg_ms"] / small["per_leg_ms"])
+    fan = next((row for row in rows if row.get("fan_legs")), None)
+    if fan:
+        ratios["fan-out efficiency (aim >= 0.8)"] = fan["fan_ideal_s"] / fan["fan"][0]
+        ratios["fan-out efficiency of Prefect tasks that only sleep"] = fan["fan_ideal_s"] / fan["fan_sleep"][0]
+        figures["fan-out legs"] = fan["fan_legs"]
+    for row in rows:
+        figures[f"N={row['suites']}: ms per cached leg"] = row["per_leg_ms"]
+        figures[f"N={row['suites']}: ms per no-op task"] = row["noop_per_leg_ms"]
+    record(__file__, baseline="a Prefect flow of as many no-op tasks; the ideal fan-out time (same run)",
+           ratios=ratios, figures=figures)
+
+
 def main() -> int:
     """Run every size in its own child process and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -428,6 +455,7 @@ def main() -> int:
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = [_child(size, args, args.fan_legs if index == 0 else 0) for index, size in enumerate(sizes)]
     print_table(rows)
+    record_rows(rows, args)
     if args.json:
         print(json.dumps(rows, indent=1))
     return 0

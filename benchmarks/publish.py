@@ -1,12 +1,15 @@
 """``python -m benchmarks.publish``: render ``benchmarks/results/*.json`` into docs/reference/measurements.md.
 
-``--check`` exits 1 when the page differs from a fresh rendering (as ``python -m docsgen --check``).
+``--check`` exits 1 when the page differs from a fresh rendering (as ``python -m docsgen --check``);
+``--out FILE`` writes (or checks) another file instead of the docs page. The results folder is
+``$BENCH_RESULTS_DIR``, else ``benchmarks/results/``.
 A results file that is not a ``BenchmarkResult`` is one line, ``<file>: <key path>: <what is wrong>``,
 and exit 2, nothing written (the corpus tools' "a check failed" code).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -91,18 +94,22 @@ def render(results: list[BenchmarkResult]) -> str:
 
 def main(argv: list[str]) -> int:
     """Write (or ``--check``) the page."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.publish", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale; write nothing")
+    parser.add_argument("--out", type=Path, default=PAGE, help="the page to write (default: %(default)s)")
+    args = parser.parse_args(argv)
     try:
         text = render(load_results(results_dir()))
     except ResultsUnreadable as exc:
         print(f"benchmarks.publish: {exc}", file=sys.stderr)
         return 2
-    if "--check" in argv:
-        if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE}: stale; run python -m benchmarks.publish", file=sys.stderr)
+    if args.check:
+        if not args.out.is_file() or args.out.read_text(encoding="utf-8") != text:
+            print(f"{args.out}: stale; run python -m benchmarks.publish", file=sys.stderr)
             return 1
         return 0
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"{PAGE}: {text.count(chr(10) + '## ')} benchmarks")
+    args.out.write_text(text, encoding="utf-8")
+    print(f"{args.out}: {text.count(chr(10) + '## ')} benchmarks")
     return 0
 
 

@@ -153,13 +153,13 @@ def test_every_stored_reference_is_relative_to_the_suite_folder_and_verifies(sui
         assert digest_bytes(target.read_bytes()) == ref["digest"], (path, ref["path"])
 
 
-def test_the_readme_explains_every_coverage_rule_with_the_corpus_example() -> None:
-    """README "Coverage rules" holds one paragraph per AD-20 rule, the same words `eval-quality explain` prints."""
+def test_the_docs_explain_every_coverage_rule_with_the_corpus_example() -> None:
+    """docs/reference/coverage-rules.md holds one paragraph per AD-20 rule, the same words `eval-quality explain` prints."""
     from evalquality_core.coverage.explanations import EXPLANATIONS
     from evalquality_core.coverage.rules import COVERAGE_RULES
 
     assert [row.rule for row in EXPLANATIONS] == [rule.id for rule in COVERAGE_RULES]
-    readme = " ".join((PROJECT_ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((PROJECT_ROOT / "docs" / "reference" / "coverage-rules.md").read_text(encoding="utf-8").split())
     for row in EXPLANATIONS:
         assert f"**`{row.rule}`** — {row.summary}" in readme, row.rule
         assert " ".join(row.example.split()) in readme, row.rule
