@@ -158,7 +158,7 @@ def first_leg() -> None:
     """The one-off cost a process pays for its first leg: starting the shared watchdog."""
     code = (
         "import time, tempfile, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
+        "sys.path[:0] = [sys.argv[1], sys.argv[1] + '/benchmarks']  # the project, and results.py beside us\n"
         "from benchmarks.bench_adapter import CommandLineAdapter, REQUEST, _policy\n"
         "with tempfile.TemporaryDirectory() as w:\n"
         "    adapter = CommandLineAdapter(_policy('/bin/true', [], w))\n"
