@@ -66,13 +66,13 @@ def render(results: list[BenchmarkResult]) -> str:
         lines += ["| benchmark | date (UTC) | ratios |", "|---|---|---|"]
         for result in results:
             ratios = "; ".join(f"{name} **{value:g}**" for name, value in result.ratios.items())
-            lines.append(f"| [{result.bench}](#{result.bench.replace('_', '-')}) | {result.date[:10]} | {_cell(ratios)} |")
+            lines.append(f"| [{result.bench}](#{result.bench}) | {result.date[:10]} | {_cell(ratios)} |")
     for result in results:
         host = result.host
         gauge = "not measured" if host.cli_help_seconds is None else f"{host.cli_help_seconds:g} s"
         lines += [
             "",
-            f"## {result.bench.replace('_', '-')}",
+            f"## {result.bench}",
             "",
             f"`{result.command}` on {result.date.replace('T', ' ').rstrip('Z')} UTC.",
             "",

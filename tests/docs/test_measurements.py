@@ -51,7 +51,7 @@ def test_a_benchmark_run_writes_its_json_and_publish_renders_it(tmp_path: Path) 
     published = run(["-m", "benchmarks.publish", "--out", str(page)], tmp_path)
     assert published.returncode == 0, published.stderr
     text = page.read_text(encoding="utf-8")
-    assert "## regex-linear" in text and result.command in text and f"**{ratio:g}**" in text
+    assert "## regex_linear" in text and result.command in text and f"**{ratio:g}**" in text
     assert run(["-m", "benchmarks.publish", "--check", "--out", str(page)], tmp_path).returncode == 0
     page.write_text(text.replace(f"**{ratio:g}**", "**0.5**"), encoding="utf-8")
     stale = run(["-m", "benchmarks.publish", "--check", "--out", str(page)], tmp_path)
