@@ -157,15 +157,16 @@ def render_verdict_ladder() -> str:
     contract_ids = {row.id for row in CONTRACT_LADDER}
     for rung in RUNGS:
         rows = [row for row in PRODUCTION_LADDER if row.rung == rung]
-        lines += ["", f"## {rung} (exit {RUNG_EXIT_CODES[rung]})", ""]
+        lines += [f"## {rung} (exit {RUNG_EXIT_CODES[rung]})", ""]
         if not rows:
-            lines.append("No row: the rung reached when no row above fired.")
+            lines += ["No row: the rung reached when no row above fired.", ""]
             continue
         lines += ["| row | fires when | ladders | evidence condition |", "|---|---|---|---|"]
         for row in rows:
             ladders = "both" if row.id in contract_ids else "production only"
             lines.append(f"| `{row.id}` | {row.guard} | {ladders} | {'yes' if row.evidence_condition else ''} |")
-    return "\n".join(lines) + "\n"
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
 
 
 PAGES: dict[str, Callable[[], str]] = {
