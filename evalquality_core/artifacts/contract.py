@@ -455,7 +455,7 @@ class ApiOperation(_OperationModel):
     sensitivity_witness: Witness | None
     state_reset_pointers: list[DescriptorPointer] | None = None
     #: Ours (issue 34, optional key of contract 7): response header names whose values differ run to
-    #: run (``Date``, ``ETag``); the header counterpart of ``volatilePointers`` (``suite/volatility.py``).
+    #: run (``Date``, ``ETag``); the header counterpart of ``volatilePointers`` (``preflight/volatility.py``).
     volatile_headers: list[HeaderName] | None = None
 
 

@@ -44,9 +44,10 @@ from evalquality_core.canonical import digest_bytes, digest_directory
 from evalquality_core.evaluate import resolution_context, resolve_check, select_plan
 from evalquality_core.evaluate.bindings import observation_satisfies_bindings
 from evalquality_core.faults import RuntimeFault, StructuralFailure
+from evalquality_core.preflight.volatility import first_difference, stable_observation
 from evalquality_core.score.qualification import qualify_probe
 from evalquality_core.score.witness import resolve_home_operation
-from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, run_staged
+from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, requests_for_plan, run_staged
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
@@ -179,12 +180,42 @@ def evidence_document(
         "exitCodes": {o["observationId"]: o["exitCode"] for o in observations},
         "mutation": None if mutation is None else mutation.mutation_id,
         "naiveCheckResolution": naive,
-        "observations": observations,
+        # Volatile parts removed (preflight/volatility.py): the file is byte-stable on a server that
+        # stamps a Date or mints ids, so ``--check`` holds; the resolutions above read the raw answer.
+        "observations": stable_observations(suite.contract, observations),
         "oracleResolutions": resolutions,
         "probeId": probe["probeId"],
         "signatureMatches": None if not signature else signature_matches(suite.contract, signature, observations),
         "systemDigest": system_digest,
     }
+
+
+def operations_by_id(contract: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The contract's operations by ``operationId`` (the first declaration of an id wins)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            found.setdefault(operation["operationId"], operation)
+    return found
+
+
+def stable_observations(contract: Mapping[str, Any], observations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each observation with its operation's volatile parts removed (``volatilePointers``, ``volatileHeaders``)."""
+    operations = operations_by_id(contract)
+    return [stable_observation(o, operations.get(o["operationId"])) for o in observations]
+
+
+def determinism_problem(suite: Suite, clean: Sequence[Mapping[str, Any]], again: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the re-run clean arm is not the clean arm (volatile parts aside), naming step and field; or None."""
+    step_ids = [step["stepId"] for step, _ in requests_for_plan(suite)]
+    difference = first_difference(clean, again, operations_by_id(suite.contract), step_ids)
+    if difference is None:
+        return None
+    return (
+        f"the clean arm observed something different after the rollback (the system is not deterministic): "
+        f"{difference.sentence()}; declare it in the operation's volatileHeaders or volatilePointers if it "
+        "differs by nature"
+    )
 
 
 def _expect(condition: bool, reason: str) -> None:
@@ -217,7 +248,8 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
         _expect(tree_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
         _, again, again_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(again_digest == clean_digest, "the re-run clean arm did not run the restored system")
-        _expect(again == clean, "the clean arm observed something different after the rollback (the system is not deterministic)")
+        problem = determinism_problem(suite, clean, again)
+        _expect(problem is None, problem or "")
         return clean, mutated, clean_digest, mutated_digest, mutated_bytes
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
