@@ -48,6 +48,7 @@ from evalquality_core.preflight.volatility import first_difference, stable_obser
 from evalquality_core.score.qualification import qualify_probe
 from evalquality_core.score.witness import resolve_home_operation
 from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, requests_for_plan, run_staged
+from evalquality_core.suite.layers import layer_paths
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
@@ -65,7 +66,7 @@ from evalquality_core.suite.load import (
     tree_digest,
     unlinked_folder,
 )
-from evalquality_core.suite.staging import refuse_links
+from evalquality_core.suite.staging import system_members
 
 
 class GenerationError(SuiteError):
@@ -232,8 +233,17 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
-        refuse_links(system_dir_of(suite.root))  # the copy would follow a link; staging then could not see it
-        shutil.copytree(system_dir_of(suite.root), system)
+        source = system_dir_of(suite.root)
+        layers = layer_paths(source, read_suite_settings(suite.root), suite.root / "suite.toml")
+        # A link is refused unless it is confined to a dependency layer (npm's node_modules/.bin), as
+        # staging refuses it; the copy keeps such links as links, so it never follows one out.
+        system_members(source, layers, remember=False)
+        shutil.copytree(source, system, symlinks=True)
+
+        def tree_digest(folder: Path) -> str:
+            # The digest staging records (a confined link digests as a link), so the two compare.
+            return digest_directory(system_members(folder, layers, remember=False))
+
         original_digest = tree_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
         target = scratch / mutation.target
