@@ -53,10 +53,10 @@ def equality(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {"op": "equality", "operands": [a, b]}
 
 
-def oracle(oracle_id: str, check: dict[str, Any], targets: list[str], negative: str) -> dict[str, Any]:
-    """A listed expects-hold oracle whose direction names ``targets``."""
+def oracle(oracle_id: str, check: dict[str, Any], targets: list[str], negative: str, relation: str = "equality") -> dict[str, Any]:
+    """A listed expects-hold oracle whose direction names ``targets`` (``relation`` must occur in the check)."""
     return {"id": oracle_id, "polarity": "expects-hold", "commentary": None, "check": check,
-            "direction": {"evidenceTargets": targets, "relation": "equality", "polarity": "expects-hold",
+            "direction": {"evidenceTargets": targets, "relation": relation, "polarity": "expects-hold",
                           "scope": None, "negativeDomain": negative}}
 
 
@@ -102,9 +102,10 @@ def _api_binding(body: dict[str, Any] | None) -> dict[str, Any]:
     return {"path": None, "query": None, "header": None, "body": body}
 
 
-def json_server_contract(*, volatile: bool = True) -> dict[str, Any]:
-    """The posts contract over json-server. ``volatile=False`` leaves out every volatile declaration
-    (the headers and the generated ids), as a user who did not know about them would write it."""
+def json_server_contract(*, volatile_headers: bool = True, volatile_pointers: bool = True) -> dict[str, Any]:
+    """The posts contract over json-server. ``volatile_headers=False`` leaves out ``volatileHeaders``
+    (Date, ETag, Location), ``volatile_pointers=False`` the generated ids, as a user who did not know
+    about them would write it."""
     create = {
         "operationId": "create-post", "method": "POST", "pathTemplate": "/posts", "stateChangeMarker": True,
         "requestShape": {"path": NO_KEYS, "query": NO_KEYS, "header": NO_KEYS,
@@ -113,7 +114,7 @@ def json_server_contract(*, volatile: bool = True) -> dict[str, Any]:
                                "types": {"id": "string", "title": "string"}, "successIndicator": None,
                                "channelRoles": {"/title": "payload"}, "collectionLocations": [],
                                "protocolSuccessIndicator": "response-status"},
-        "volatilePointers": ["/id"] if volatile else [],
+        "volatilePointers": ["/id"] if volatile_pointers else [],
         "sensitivityWitness": {
             "witnessId": "create-post-sensitivity", "channel": "body",
             "legs": [{"legId": "create-post-witness-a", "inputs": _api_inputs({"title": "alpha"})},
@@ -127,10 +128,10 @@ def json_server_contract(*, volatile: bool = True) -> dict[str, Any]:
         "requestShape": {"path": NO_KEYS, "query": NO_KEYS, "header": NO_KEYS, "body": NO_KEYS},
         "responseDescriptor": {**NO_KEYS, "successIndicator": None, "channelRoles": {}, "collectionLocations": [],
                                "protocolSuccessIndicator": "response-status"},
-        "volatilePointers": ["/*/id"] if volatile else [],
+        "volatilePointers": ["/*/id"] if volatile_pointers else [],
         "sensitivityWitness": None,
     }
-    if volatile:
+    if volatile_headers:
         create["volatileHeaders"] = list(VOLATILE_HEADERS)
         listing["volatileHeaders"] = list(VOLATILE_HEADERS)
     plan = [
@@ -165,7 +166,7 @@ def json_server_contract(*, volatile: bool = True) -> dict[str, Any]:
     return contract_frame("json-server-posts", behaviors, oracles, interfaces, plan)
 
 
-def json_server_suite(root: Path, modules: Path, *, volatile: bool = True) -> Path:
+def json_server_suite(root: Path, modules: Path, *, volatile_headers: bool = True, volatile_pointers: bool = True) -> Path:
     """A suite over the installed json-server (``modules`` = its ``node_modules``): P-001 plants the
     read-only deployment (writes answer 403), P-002 is the clean control."""
     node = shutil.which("node") or "node"
@@ -184,7 +185,7 @@ def json_server_suite(root: Path, modules: Path, *, volatile: bool = True) -> Pa
         'addresses = ["127.0.0.1"]\nmethods = ["GET", "POST"]\nsafe_methods = ["GET"]\nmax_redirects = 0\n'
         "max_elapsed_ms = 20000\nmax_request_bytes = 65536\nmax_response_bytes = 1048576\n"
     )
-    _write(suite / "contract.json", json_server_contract(volatile=volatile))
+    _write(suite / "contract.json", json_server_contract(volatile_headers=volatile_headers, volatile_pointers=volatile_pointers))
     _write(suite / "evaluator.json", {"about": "The value sent where the plan leaves one open.", "baselineSteps": [],
                                       "choices": {"malformed-create": {"body": {"title": 5}}}})
     shutil.copy(POLICY, suite / "scoring-policy.json")
@@ -213,5 +214,96 @@ def json_server_suite(root: Path, modules: Path, *, volatile: bool = True) -> Pa
         "rationale": "The clean control: json-server as installed, over the two-posts fixture.",
         "qualification": {"noKnownDefectStatement": "json-server 0.17.4 as published on npm; no defect is known in the "
                                                     "behaviours this contract states."},
+    })
+    return suite
+
+
+# ---------------------------------------------------------------- server-memory over MCP stdio
+
+#: Where the memory server keeps its graph: relative to its own ``dist/`` (node runs with
+#: ``--preserve-symlinks``), five folders up is the workspace root, so the file lands in ``work/``.
+MEMORY_FILE = "../../../../../work/memory.jsonl"
+ADA = [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]
+
+
+def _tool_op(operation_id: str, tool: str, *, state_change: bool, arguments: dict[str, Any], descriptor: dict[str, Any],
+             witness: dict[str, Any] | None) -> dict[str, Any]:
+    return {"operationId": operation_id, "toolName": tool, "stateChangeMarker": state_change,
+            "requestShape": {"arguments": arguments}, "descriptorChannel": {"kind": "structured-result"},
+            "responseDescriptor": descriptor, "volatilePointers": [], "sensitivityWitness": witness}
+
+
+def memory_contract() -> dict[str, Any]:
+    """A clean contract over server-memory whose success indicator is the tool's ``isError``."""
+    create = _tool_op(
+        "create-entities", "create_entities", state_change=True,
+        arguments={"requiredKeys": ["entities"], "permittedKeys": ["entities"], "types": {"entities": "array"}},
+        descriptor={"requiredKeys": ["entities"], "permittedKeys": ["entities"], "types": {"entities": "array"},
+                    "successIndicator": None, "channelRoles": {"/entities": "payload"}, "collectionLocations": [],
+                    "protocolSuccessIndicator": "response-status"},
+        witness={"witnessId": "create-follows-the-entities", "channel": "arguments",
+                 "legs": [{"legId": "create-ada", "inputs": {"arguments": {"entities": ADA}}},
+                          {"legId": "create-bob", "inputs": {"arguments": {"entities": [
+                              {"name": "Bob", "entityType": "person", "observations": []}]}}}],
+                 "relation": {"op": "not", "operands": [{"op": "deep-equality", "operands": [
+                     pointer("/interactions/create-ada/response-body/entities"),
+                     pointer("/interactions/create-bob/response-body/entities")]}]}},
+    )
+    read = _tool_op(
+        "read-graph", "read_graph", state_change=False, arguments=dict(NO_KEYS),
+        descriptor={"requiredKeys": ["entities"], "permittedKeys": ["entities", "relations"],
+                    "types": {"entities": "array", "relations": "array"}, "successIndicator": None,
+                    "channelRoles": {}, "collectionLocations": [], "protocolSuccessIndicator": "response-status"},
+        witness=None,
+    )
+    plan = [
+        {"stepId": "create", "interfaceId": "memory", "operationId": "create-entities", "after": None,
+         "cardinality": "exactly-one", "inputBinding": {"arguments": {"entities": {"literal": ADA}}}},
+        {"stepId": "read", "interfaceId": "memory", "operationId": "read-graph", "after": "create",
+         "cardinality": "exactly-one", "inputBinding": {"arguments": None}},
+        {"stepId": "malformed-create", "interfaceId": "memory", "operationId": "create-entities", "after": None,
+         "cardinality": "exactly-one", "inputBinding": {"arguments": {"entities": {"matcher": "type-violating"}}}},
+    ]
+    deep = "deep-equality"
+    oracles = [
+        oracle("O-001", {"op": "all", "operands": [
+            equality(pointer("/interactions/create/response-status"), literal(0)),
+            {"op": deep, "operands": [pointer("/interactions/create/response-body/entities"),
+                                      pointer("/interactions/create/call-inputs/arguments/entities")]},
+        ]}, ["/interactions/create/response-status", "/interactions/create/response-body/entities"],
+            "A create answered with isError, or with entities other than the ones sent."),
+        oracle("O-002", {"op": deep, "operands": [pointer("/interactions/read/response-body/entities"),
+                                                  pointer("/interactions/create/call-inputs/arguments/entities")]},
+               ["/interactions/read/response-body/entities", "/interactions/create/call-inputs/arguments/entities"],
+               "Created entities a later, independent read_graph does not return.", relation=deep),
+        oracle("O-003", equality(pointer("/interactions/malformed-create/response-status"), literal(1)),
+               ["/interactions/malformed-create/response-status"],
+               "A create whose entities are not a list answered without isError."),
+    ]
+    behaviors = [
+        behavior("B-001", "O-001", "create_entities answers without isError and with the entities it was sent."),
+        behavior("B-002", "O-002", "Created entities are returned by a later read_graph."),
+        behavior("B-003", "O-003", "create_entities refuses entities that are not a list with isError."),
+    ]
+    interfaces = [{"logicalId": "memory", "kind": "mcp", "operations": [create, read]}]
+    return contract_frame("server-memory-graph", behaviors, oracles, interfaces, plan)
+
+
+def memory_pass_suite(root: Path, modules: Path) -> Path:
+    """``memory_suite`` (the installed server-memory) with :func:`memory_contract`, its evaluator
+    choices and one clean-control probe."""
+    from tests.npm_memory import memory_suite
+
+    suite = memory_suite(root, modules, memory_file=MEMORY_FILE, tools=("create_entities", "read_graph"))
+    assert ENTRY  # the server's entry, staged by memory_suite
+    _write(suite / "contract.json", memory_contract())
+    _write(suite / "evaluator.json", {"about": "The value sent where the plan leaves one open.", "baselineSteps": [],
+                                      "choices": {"malformed-create": {"arguments": {"entities": "not-a-list"}}}})
+    shutil.copy(POLICY, suite / "scoring-policy.json")
+    _write(suite / "probes" / "P-001.json", {
+        "probeId": "P-001", "probeClass": "zero-action", "behaviorId": "B-002", "expectedClean": True, "defects": [],
+        "rationale": "The clean control: server-memory as installed, over an empty graph.",
+        "qualification": {"noKnownDefectStatement": "@modelcontextprotocol/server-memory as published on npm; no "
+                                                    "defect is known in the behaviours this contract states."},
     })
     return suite
