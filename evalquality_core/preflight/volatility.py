@@ -9,12 +9,14 @@ An operation declares them in two keys of one concept:
   because the spec fixes ``volatilePointers`` as *descriptor* pointers, relative to the body, so no entry
   of it can name a header without colliding with a body key of the same spelling.
 
-Both are removed (never masked) wherever an answer is compared or digested for equality: the
-generator's determinism check (clean arm run twice, ``suite/generate.py``), the evidence files it
-writes (so ``suite generate --check`` holds on a server that stamps a ``Date``), and the pre-flight
-evidence behind the clean-leg drop (``reduce.py``). A witness relation may not read either (compile
-rule 33, ``compile/witnesses.py``), so removing them changes no witness resolution. Oracles are resolved
-on the raw answer, before anything is removed.
+Both are left out wherever an answer is compared or digested for equality: the generator's
+determinism check (clean arm run twice, ``suite/generate.py``); the generator's evidence files, whose
+stored bytes stand when a new run differs from them only in volatile parts (so ``suite generate
+--check`` holds on a server that stamps a ``Date``, and the evidence stays the raw answer); and the
+pre-flight evidence behind the clean-leg drop (``reduce.py``), where volatile headers are removed as
+volatile pointers already were. A witness relation may not read either (compile rule 33,
+``compile/witnesses.py``), so removing them changes no witness resolution. Oracles are resolved on
+the raw answer.
 """
 
 from __future__ import annotations

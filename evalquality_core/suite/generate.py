@@ -10,7 +10,8 @@ each suite it checks, and fails loudly (naming the suite, probe and reason) when
   text applies cleanly (occurs exactly once), and a gameability mutation states its naive check;
 * the mutation cycle runs in a disposable copy of the system and is *earned*, not asserted: run the
   clean arm, apply the one edit, run the mutated arm, restore the original and compare digests,
-  re-run the clean arm and compare its observations. ``rollbackVerified`` is true only when every
+  re-run the clean arm and compare its observations (the operations' declared volatile parts aside,
+  ``preflight/volatility.py``; a difference names the step and the field). ``rollbackVerified`` is true only when every
   step held;
 * the evidence, produced by running both arms through our command-line adapter, shows the baseline
   passing (the designated oracle resolves true and the defect signature matches no observation)
@@ -181,9 +182,7 @@ def evidence_document(
         "exitCodes": {o["observationId"]: o["exitCode"] for o in observations},
         "mutation": None if mutation is None else mutation.mutation_id,
         "naiveCheckResolution": naive,
-        # Volatile parts removed (preflight/volatility.py): the file is byte-stable on a server that
-        # stamps a Date or mints ids, so ``--check`` holds; the resolutions above read the raw answer.
-        "observations": stable_observations(suite.contract, observations),
+        "observations": observations,
         "oracleResolutions": resolutions,
         "probeId": probe["probeId"],
         "signatureMatches": None if not signature else signature_matches(suite.contract, signature, observations),
@@ -204,6 +203,30 @@ def stable_observations(contract: Mapping[str, Any], observations: Sequence[Mapp
     """Each observation with its operation's volatile parts removed (``volatilePointers``, ``volatileHeaders``)."""
     operations = operations_by_id(contract)
     return [stable_observation(o, operations.get(o["operationId"])) for o in observations]
+
+
+def settled_evidence(path: Path, document: Mapping[str, Any], contract: Mapping[str, Any]) -> bytes:
+    """The bytes to write for an evidence document: the stored file's own bytes when it equals
+    ``document`` once both leave out the operations' volatile parts (preflight/volatility.py), else
+    the new document's.
+
+    Why: a server that stamps a ``Date`` or mints ids answers differently on every run, so writing the
+    new answer each time would make ``generate --check`` report the file (and the probe holding its
+    digest) stale forever. Everything that is not declared volatile, the oracle resolutions included,
+    must still be equal, so a moved answer or verdict is written (and ``--check`` reports it)."""
+    fresh = pretty(document)
+    try:
+        stored = read_suite_json(path) if path.is_file() else None
+    except SuiteError:  # unreadable: the new bytes replace it
+        return fresh
+    if not isinstance(stored, dict) or not isinstance(stored.get("observations"), list):
+        return fresh
+    try:
+        alike = ({**stored, "observations": stable_observations(contract, stored["observations"])}
+                 == {**document, "observations": stable_observations(contract, document["observations"])})
+    except (KeyError, TypeError, AttributeError, ValueError):  # a hand-edited file of another shape
+        return fresh
+    return path.read_bytes() if alike else fresh
 
 
 def determinism_problem(suite: Suite, clean: Sequence[Mapping[str, Any]], again: Sequence[Mapping[str, Any]]) -> str | None:
@@ -240,22 +263,22 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
         system_members(source, layers, remember=False)
         shutil.copytree(source, system, symlinks=True)
 
-        def tree_digest(folder: Path) -> str:
+        def system_digest(folder: Path) -> str:
             # The digest staging records (a confined link digests as a link), so the two compare.
             return digest_directory(system_members(folder, layers, remember=False))
 
-        original_digest = tree_digest(system)
+        original_digest = system_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
         target = scratch / mutation.target
         original = target.read_bytes()
         target.write_bytes(mutation.apply(original.decode("utf-8")).encode("utf-8"))
         mutated_bytes = target.read_bytes()
-        mutated_digest = tree_digest(system)
+        mutated_digest = system_digest(system)
         _expect(mutated_digest != original_digest, f"mutation {mutation.mutation_id} changed nothing")
         _, mutated, staged_mutated_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(staged_mutated_digest == mutated_digest, "the mutated arm did not run the mutated system")
         target.write_bytes(original)
-        _expect(tree_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
+        _expect(system_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
         _, again, again_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(again_digest == clean_digest, "the re-run clean arm did not run the restored system")
         problem = determinism_problem(suite, clean, again)
@@ -382,7 +405,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         violation = {o["id"] for o in suite.contract["oracles"] if o.get("polarity") == "expects-violation"}
         failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != ("false" if k in violation else "true"))
         _expect(not failing, f"clean control {probe_id}: oracles {', '.join(failing)} do not hold on the clean system")
-        data = pretty(baseline)
+        data = settled_evidence(evidence_dir / "baseline.json", baseline, suite.contract)
         out.files[evidence_dir / "baseline.json"] = data
         qualification["baselinePassEvidence"] = public_reference(evidence_dir / "baseline.json", suite.root, data)
         qualification["revisionCommitDigest"] = commit_digest
@@ -406,7 +429,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         failed["exitCodeDiscriminates"] = any(
             baseline["exitCodes"][m] != failed["exitCodes"][m] for m in failed["signatureMatches"]
         )
-        base_data, failed_data = pretty(baseline), pretty(failed)
+        base_data = settled_evidence(evidence_dir / "baseline.json", baseline, suite.contract)
+        failed_data = settled_evidence(evidence_dir / f"{arm}.json", failed, suite.contract)
         out.files[evidence_dir / "baseline.json"] = base_data
         out.files[evidence_dir / f"{arm}.json"] = failed_data
         target = suite.root / mutation.target

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalquality_core.preflight.volatility import first_difference, stable_observation, without_volatile_headers
+from evalquality_core.preflight.volatility import (
+    first_difference,
+    stable_observation,
+    without_volatile_headers,
+)
 
 OPERATION = {"operationId": "create-post", "volatilePointers": ["/id", "/items/*/stamp"],
              "volatileHeaders": ["Date", "ETag"]}
@@ -61,3 +65,23 @@ def test_a_command_prunes_its_described_stream() -> None:
     observation = {"observationId": "obs-001", "operationId": "get", "responseHeaders": None, "responseBody": None,
                    "stdout": {"kind": "json", "value": {"at": "12:00", "ok": True}}}
     assert stable_observation(observation, command)["stdout"] == {"kind": "json", "value": {"ok": True}}
+
+
+def test_generate_keeps_stored_evidence_that_differs_only_in_volatile_parts(tmp_path) -> None:
+    """``suite generate`` writes the stored evidence bytes back when the new run differs only where
+    declared volatile, and the new bytes when anything else (an answer, a resolution) moved."""
+    from evalquality_core.suite.generate import pretty, settled_evidence
+
+    contract = {"permittedInterfaces": [{"operations": [OPERATION]}]}
+    stored = {"designatedResolution": "true", "observations": [answer()]}
+    path = tmp_path / "baseline.json"
+    path.write_bytes(pretty(stored))
+    volatile_only = {"designatedResolution": "true", "observations": [answer(date="later", etag='W/"9"', post_id="zzzzzzz")]}
+    assert settled_evidence(path, volatile_only, contract) == path.read_bytes()
+    moved = {"designatedResolution": "true", "observations": [answer(title="Other")]}
+    assert settled_evidence(path, moved, contract) == pretty(moved)
+    verdict_moved = {"designatedResolution": "false", "observations": [answer(date="later")]}
+    assert settled_evidence(path, verdict_moved, contract) == pretty(verdict_moved)
+    assert settled_evidence(tmp_path / "absent.json", moved, contract) == pretty(moved)
+    path.write_text("not json")
+    assert settled_evidence(path, moved, contract) == pretty(moved)
