@@ -85,3 +85,20 @@ def test_generate_keeps_stored_evidence_that_differs_only_in_volatile_parts(tmp_
     assert settled_evidence(tmp_path / "absent.json", moved, contract) == pretty(moved)
     path.write_text("not json")
     assert settled_evidence(path, moved, contract) == pretty(moved)
+
+
+def test_pre_flight_evidence_leaves_out_volatile_headers_only() -> None:
+    """The evidence a witness is resolved over and the clean-leg drop digests (preflight-adapter.md
+    §2.2/§2.4) carries the raw headers minus the declared volatile ones (names matched in any case)."""
+    from evalquality_core.preflight.plan import PlannedLeg
+    from evalquality_core.preflight.projection import project
+    from evalquality_core.preflight.reduce import evidence_of
+
+    operation = {"operationId": "create-post", "volatilePointers": ["/id"], "volatileHeaders": ["date", "ETag"]}
+    leg = PlannedLeg("leg-a", "control", "posts", "create-post", "api", {}, operation, {"body": None}, "here")
+    observation = {"kind": "api", "probeId": "leg-a", "interfaceId": "posts", "operationId": "create-post", "status": 201,
+                   "headers": {"Date": "now", "etag": 'W/"1"', "Content-Type": "application/json"},
+                   "body": {"kind": "json", "value": {"id": "x1", "title": "t"}}}
+    evidence = evidence_of(leg, observation, project(observation, operation))
+    assert evidence["responseHeaders"] == {"Content-Type": "application/json"}
+    assert evidence["responseBody"] == {"title": "t"} and evidence["responseStatus"] == 201
