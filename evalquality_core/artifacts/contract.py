@@ -82,6 +82,9 @@ __all__ = [
     "FIRST_PAIR_CONTRACT",
     "FIRST_RAW_BODY_CONTRACT",
     "FIRST_STATE_RESET_POINTERS_CONTRACT",
+    "FIRST_PROTOCOL_KEYS_CONTRACT",
+    "HeaderName",
+    "ProtocolSuccessIndicator",
     "TOOL_CALL_MARKER",
     "McpOperation",
     "OperationPair",
@@ -161,6 +164,9 @@ FIRST_RAW_BODY_CONTRACT = 7
 #: The first contract stamp whose operations may list ``stateResetPointers`` (8.0.0; no new stamp came
 #: with it, so it is an optional key of contract 7: the reference's stored contract-7 files lack it).
 FIRST_STATE_RESET_POINTERS_CONTRACT = 7
+#: The first contract stamp admitting our issue-34 keys ``volatileHeaders`` (api operations) and
+#: ``responseDescriptor.protocolSuccessIndicator``: optional keys of contract 7, like ``stateResetPointers``.
+FIRST_PROTOCOL_KEYS_CONTRACT = 7
 #: The key whose presence on an ``mcp`` operation marks the tool-call form.
 TOOL_CALL_MARKER = "toolName"
 #: Canonical RFC 4648 base64: groups of four, the unused pad bits zero; ``""`` is zero bytes.
@@ -337,15 +343,29 @@ class CollectionLocation(ArtifactModel):
     reference_set: Slug | None
 
 
-class ResponseDescriptor(KeyShape):
+#: Where a protocol-level success indicator is read (issue 34): the evidence channel ``response-status``,
+#: which is the HTTP status of an api answer and, for an mcp tool call, 1 when it answered ``isError``
+#: and 0 otherwise (preflight-adapter.md §2.2), so one value names both.
+ProtocolSuccessIndicator = Literal["response-status"]
+#: An HTTP header name (an RFC 9110 token), compared case-insensitively wherever it is read.
+HeaderName = Annotated[str, Field(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")]
+
+
+class ResponseDescriptor(KeyShape, StampedKeysModel):
     """The descriptor channel's key shape plus success indicator, channel roles and collections.
 
-    ``None``, empty and populated are three distinct answers (AD-31 grading).
+    ``None``, empty and populated are three distinct answers (AD-31 grading). Ours (issue 34, an
+    optional key of contract 7): ``protocolSuccessIndicator: "response-status"`` says the protocol's
+    own answer (the HTTP status; an mcp tool call's ``isError``) tells success from failure, so
+    coverage rule 1 reads it where a body ``successIndicator`` would be (``coverage/rules.py``).
     """
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("protocol_success_indicator",)
 
     success_indicator: DescriptorPointer | None
     channel_roles: dict[DescriptorPointer, ChannelRole] | None
     collection_locations: list[CollectionLocation] | None
+    protocol_success_indicator: ProtocolSuccessIndicator | None = None
 
 
 # --- Witness inputs and sensitivity witnesses (AD-10) -----------------------------------------
@@ -419,7 +439,7 @@ class TransportRequestShape(ArtifactModel):
 class _OperationModel(StampedKeysModel):
     """Base of the three operation forms: leaves ``stateResetPointers`` off when it was not read or set."""
 
-    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("state_reset_pointers",)
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("state_reset_pointers", "volatile_headers")
 
 
 class ApiOperation(_OperationModel):
@@ -434,6 +454,9 @@ class ApiOperation(_OperationModel):
     volatile_pointers: list[DescriptorPointer]
     sensitivity_witness: Witness | None
     state_reset_pointers: list[DescriptorPointer] | None = None
+    #: Ours (issue 34, optional key of contract 7): response header names whose values differ run to
+    #: run (``Date``, ``ETag``); the header counterpart of ``volatilePointers`` (``preflight/volatility.py``).
+    volatile_headers: list[HeaderName] | None = None
 
 
 class Invocation(ArtifactModel):
@@ -819,16 +842,30 @@ def stamp_problems(data: dict[str, Any], version: int) -> None:
     for i, interface in enumerate(interfaces if isinstance(interfaces, list) else []):
         operations = interface.get("operations") if isinstance(interface, dict) else None
         for j, operation in enumerate(operations if isinstance(operations, list) else []):
-            if not isinstance(operation, dict) or "stateResetPointers" not in operation:
+            if not isinstance(operation, dict):
                 continue
-            where = f"permittedInterfaces[{i}].operations[{j}].stateResetPointers"
-            if version < FIRST_STATE_RESET_POINTERS_CONTRACT:
-                problems.append(
-                    f"{where} is not a key at schemaVersion {version} (it arrives at "
-                    f"{FIRST_STATE_RESET_POINTERS_CONTRACT}, with the reference's 8.0.0)"
-                )
-            elif operation["stateResetPointers"] is None:
-                problems.append(f"{where} is a list of descriptor pointers when present; leave the key off instead of null")
+            if "stateResetPointers" in operation:
+                where = f"permittedInterfaces[{i}].operations[{j}].stateResetPointers"
+                if version < FIRST_STATE_RESET_POINTERS_CONTRACT:
+                    problems.append(
+                        f"{where} is not a key at schemaVersion {version} (it arrives at "
+                        f"{FIRST_STATE_RESET_POINTERS_CONTRACT}, with the reference's 8.0.0)"
+                    )
+                elif operation["stateResetPointers"] is None:
+                    problems.append(f"{where} is a list of descriptor pointers when present; leave the key off instead of null")
+            descriptor = operation.get("responseDescriptor")
+            for key, where, kind in (
+                ("volatileHeaders", f"permittedInterfaces[{i}].operations[{j}].volatileHeaders", "a list of header names"),
+                ("protocolSuccessIndicator", f"permittedInterfaces[{i}].operations[{j}].responseDescriptor.protocolSuccessIndicator",
+                 '"response-status"'),
+            ):
+                holder = descriptor if key == "protocolSuccessIndicator" else operation
+                if not isinstance(holder, dict) or key not in holder:
+                    continue
+                if version < FIRST_PROTOCOL_KEYS_CONTRACT:
+                    problems.append(f"{where} is not a key at schemaVersion {version} (ours, it arrives at {FIRST_PROTOCOL_KEYS_CONTRACT})")
+                elif holder[key] is None:
+                    problems.append(f"{where} is {kind} when present; leave the key off instead of null")
     steps = data.get("interactionPlan")
     for index, step in enumerate(steps if isinstance(steps, list) else []):
         if isinstance(step, dict):

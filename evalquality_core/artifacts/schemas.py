@@ -112,6 +112,9 @@ STAMP_RULES: dict[str, tuple[StampRule, ...]] = {
         StampRule("ApiOperation", "stateResetPointers", 7, None, required=False),
         StampRule("CommandOperation", "stateResetPointers", 7, None, required=False),
         StampRule("ToolCallOperation", "stateResetPointers", 7, None, required=False),
+        # Ours, issue 34 (contract.py): optional keys of contract 7.
+        StampRule("ApiOperation", "volatileHeaders", 7, None, required=False),
+        StampRule("ResponseDescriptor", "protocolSuccessIndicator", 7, None, required=False),
     ),
     "probe": (
         StampRule("", "defectSignature", 6, None, branch="McpDefectSignature"),

@@ -2,7 +2,8 @@
 
 ``explain`` lists the seven rules; ``explain <rule>`` prints when it applies, what satisfies it, and the
 example from our corpus (:mod:`evalquality_core.coverage.explanations`); ``explain --contract FILE``
-prints the rules that contract leaves unsatisfied, each explained (exit 0 either way: a gap is data).
+prints the rules that contract leaves unsatisfied, each explained and followed by one ``  gap at: <site>``
+line per operation (or sibling group) behind it (``coverage/gap_sites.py``; exit 0 either way: a gap is data).
 An unknown rule is a usage error (64).
 """
 
@@ -27,6 +28,7 @@ def explain_command(rule: str | None, contract_path: str | None) -> None:
         from evalquality_core.artifacts.base import read_artifact
         from evalquality_core.artifacts.contract import EvalContract
         from evalquality_core.coverage.coverage import coverage_gaps
+        from evalquality_core.coverage.gap_sites import gap_sites
 
         contract = read_artifact(EvalContract, read_json("contract", contract_path, "EvalContract"), "EvalContract")
         gaps = [gap.rule for gap in coverage_gaps(contract) if rule is None or gap.rule == rule]
@@ -36,6 +38,9 @@ def explain_command(rule: str | None, contract_path: str | None) -> None:
         click.echo(printable(f"{contract_path}: {len(gaps)} coverage gap(s): {', '.join(gaps)}"))
         for name in gaps:
             click.echo(explain(name), nl=False)
+            # Ours (issue 34): which operation (or sibling group) is behind the gap.
+            for site in gap_sites(contract, name):
+                click.echo(printable(f"  gap at: {site}"))
         return
     if rule is not None:
         click.echo(explain(rule), nl=False)

@@ -24,6 +24,7 @@ from evalquality_core.compile.pointers import descriptor_tokens, is_bound_elemen
 from evalquality_core.compile.reachability import operation_reason
 from evalquality_core.faults import StructuralFailure
 from evalquality_core.preflight.projection import tokens_cover
+from evalquality_core.preflight.volatility import volatile_header_names
 from evalquality_core.registries import COMMAND_CHANNELS, TRANSPORT_CHANNELS
 
 _MALFORMED = "malformed-operator-expression"
@@ -210,6 +211,7 @@ def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
             "differential that reads one leg establishes no sensitivity (AD-10)",
         )
     volatile = ref.operation.get("volatilePointers") or []
+    volatile_headers = volatile_header_names(ref.operation)
     for where, pointer, target in targets:
         if target is None:  # cannot happen: an unparsed pointer's root is no leg and failed above
             continue
@@ -218,6 +220,9 @@ def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
             raise StructuralFailure("unreachable-check-evidence", where, f'relation pointer "{pointer}" {reason}')
         if target.channel == ref.descriptor_channel and _is_volatile(target.tail, volatile):
             raise StructuralFailure(_MALFORMED, where, f'relation pointer "{pointer}" reads a declared volatile pointer')
+        if target.channel == "response-headers" and target.tail and target.tail[0].lower() in volatile_headers:
+            # Ours (issue 34): a volatile header differs run to run by nature, like a volatile pointer.
+            raise StructuralFailure(_MALFORMED, where, f'relation pointer "{pointer}" reads declared volatile header "{target.tail[0]}"')
 
 
 def check_witness_legality(contract: Json) -> None:

@@ -28,11 +28,14 @@ EXPLANATIONS: tuple[RuleExplanation, ...] = (
         "success-indicator-separation",
         "A success flag is checked beside what it claims, never alone.",
         "An operation's responseDescriptor gives a channel role to a pointer other than its successIndicator "
-        "(a payload, a diagnostic, a collection), or leaves successIndicator or channelRoles null.",
-        "No operation leaves successIndicator or channelRoles null, and for every such operation one plan "
-        "step using it and ONE oracle that a behaviour lists address both the success indicator and one of "
-        "the other roled pointers at that step, each in the oracle's check AND in its "
-        "direction.evidenceTargets.",
+        "(a payload, a diagnostic, a collection), or leaves channelRoles null, or declares no success "
+        "indicator (successIndicator null and no protocolSuccessIndicator).",
+        "No operation leaves channelRoles null or declares no success indicator, and for every such operation "
+        "one plan step using it and ONE oracle that a behaviour lists address both the success indicator and "
+        "one of the other roled pointers at that step, each in the oracle's check AND in its "
+        "direction.evidenceTargets. The indicator is the body pointer successIndicator, or with "
+        "\"protocolSuccessIndicator\": \"response-status\" the protocol's own answer at "
+        "/interactions/<step>/response-status (the HTTP status; for an mcp tool call 1 on isError, else 0).",
         "corpus/suites/notes: get-note's indicator /ok beside its payload /note is witnessed by O-001, which "
         "checks /interactions/read-back/stdout/ok equals true together with "
         "/interactions/read-back/stdout/note/title and lists both as evidence targets; list-notes' /ok beside "

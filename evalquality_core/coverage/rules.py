@@ -216,9 +216,29 @@ def _sis_site(op: Operation) -> bool:
     return roles is not None and any(p != d.get("successIndicator") for p in roles)
 
 
+def _no_indicator(op: Operation) -> bool:
+    """Neither a body ``successIndicator`` nor (ours, issue 34) a ``protocolSuccessIndicator``."""
+    return op.descriptor.get("successIndicator") is None and op.descriptor.get("protocolSuccessIndicator") is None
+
+
+def _indicator_pointers(ctx: CoverageContext, step: Mapping[str, Any], op: Operation) -> list[str]:
+    """Where the operation's success indicator is read at one step: ``B(s, indicator)`` for a body
+    indicator, and (ours, issue 34) ``R(s)/response-status`` for ``protocolSuccessIndicator:
+    "response-status"`` (the HTTP status; for an mcp tool call 1 on ``isError``, else 0). Either
+    one addressed counts as the indicator addressed."""
+    pointers = []
+    indicator = op.descriptor.get("successIndicator")
+    if indicator is not None:
+        pointers.append(ctx.body(step, op, indicator))
+    protocol = op.descriptor.get("protocolSuccessIndicator")
+    if protocol is not None:
+        pointers.append(f"{ctx.root(step['stepId'])}/{protocol}")
+    return pointers
+
+
 def _sis_relevance(ctx: CoverageContext) -> bool:
     return _no_operations(ctx) or any(
-        o.descriptor.get("successIndicator") is None or o.descriptor.get("channelRoles") is None or _sis_site(o)
+        _no_indicator(o) or o.descriptor.get("channelRoles") is None or _sis_site(o)
         for o in ctx.operations
     )
 
@@ -266,7 +286,7 @@ def _sis_satisfaction(ctx: CoverageContext) -> bool:
         return False
     for op in ctx.operations:
         indicator, roles = op.descriptor.get("successIndicator"), op.descriptor.get("channelRoles")
-        if indicator is None or roles is None:
+        if _no_indicator(op) or roles is None:
             if _scalar_command_answer(op) and _scalar_command_witnessed(ctx, op):
                 continue
             return False
@@ -275,7 +295,7 @@ def _sis_satisfaction(ctx: CoverageContext) -> bool:
         others = [p for p, role in roles.items() if p != indicator and role != "success-indicator"]
         witnessed = any(
             oracle.listed
-            and oracle.both_channels(ctx.body(step, op, indicator))
+            and any(oracle.both_channels(pointer) for pointer in _indicator_pointers(ctx, step, op))
             and any(oracle.both_channels(ctx.body(step, op, o)) for o in others)
             for step in ctx.steps_using(op)
             for oracle in ctx.oracles

@@ -27,6 +27,7 @@ from evalquality_core.evaluate.resolution import ResolutionContext, resolve_chec
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import PlannedCheck, PlannedLeg, PreflightPlan, declares_request_keys
 from evalquality_core.preflight.projection import project, state_reset_projection
+from evalquality_core.preflight.volatility import without_volatile_headers
 from evalquality_core.registries import PreflightCheckKind, PreflightCheckOutcome
 
 #: The verdict schema we write (§2.5: v2 adds ``interfaceId`` on every check).
@@ -143,7 +144,8 @@ def evidence_of(leg: PlannedLeg, observation: Mapping[str, Any], projection: Map
     kind = observation["kind"]
     absent = {"kind": "absent"}
     if kind == "api":
-        status, headers = observation["status"], observation["headers"]
+        # Ours (issue 34): the declared volatile headers are not evidence (no witness may read them).
+        status, headers = observation["status"], without_volatile_headers(observation["headers"], leg.operation)
     elif kind == "mcp":
         status, headers = (1 if observation["isError"] else 0), None
     else:

@@ -10,7 +10,8 @@ each suite it checks, and fails loudly (naming the suite, probe and reason) when
   text applies cleanly (occurs exactly once), and a gameability mutation states its naive check;
 * the mutation cycle runs in a disposable copy of the system and is *earned*, not asserted: run the
   clean arm, apply the one edit, run the mutated arm, restore the original and compare digests,
-  re-run the clean arm and compare its observations. ``rollbackVerified`` is true only when every
+  re-run the clean arm and compare its observations (the operations' declared volatile parts aside,
+  ``preflight/volatility.py``; a difference names the step and the field). ``rollbackVerified`` is true only when every
   step held;
 * the evidence, produced by running both arms through our command-line adapter, shows the baseline
   passing (the designated oracle resolves true and the defect signature matches no observation)
@@ -44,9 +45,11 @@ from evalquality_core.canonical import digest_bytes, digest_directory
 from evalquality_core.evaluate import resolution_context, resolve_check, select_plan
 from evalquality_core.evaluate.bindings import observation_satisfies_bindings
 from evalquality_core.faults import RuntimeFault, StructuralFailure
+from evalquality_core.preflight.volatility import first_difference, stable_observation
 from evalquality_core.score.qualification import qualify_probe
 from evalquality_core.score.witness import resolve_home_operation
-from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, run_staged
+from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, requests_for_plan, run_staged
+from evalquality_core.suite.layers import layer_paths
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
@@ -64,7 +67,7 @@ from evalquality_core.suite.load import (
     tree_digest,
     unlinked_folder,
 )
-from evalquality_core.suite.staging import refuse_links
+from evalquality_core.suite.staging import system_members
 
 
 class GenerationError(SuiteError):
@@ -187,6 +190,58 @@ def evidence_document(
     }
 
 
+def operations_by_id(contract: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The contract's operations by ``operationId`` (the first declaration of an id wins)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for interface in contract["permittedInterfaces"]:
+        for operation in interface["operations"]:
+            found.setdefault(operation["operationId"], operation)
+    return found
+
+
+def stable_observations(contract: Mapping[str, Any], observations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each observation with its operation's volatile parts removed (``volatilePointers``, ``volatileHeaders``)."""
+    operations = operations_by_id(contract)
+    return [stable_observation(o, operations.get(o["operationId"])) for o in observations]
+
+
+def settled_evidence(path: Path, document: Mapping[str, Any], contract: Mapping[str, Any]) -> bytes:
+    """The bytes to write for an evidence document: the stored file's own bytes when it equals
+    ``document`` once both leave out the operations' volatile parts (preflight/volatility.py), else
+    the new document's.
+
+    Why: a server that stamps a ``Date`` or mints ids answers differently on every run, so writing the
+    new answer each time would make ``generate --check`` report the file (and the probe holding its
+    digest) stale forever. Everything that is not declared volatile, the oracle resolutions included,
+    must still be equal, so a moved answer or verdict is written (and ``--check`` reports it)."""
+    fresh = pretty(document)
+    try:
+        stored = read_suite_json(path) if path.is_file() else None
+    except SuiteError:  # unreadable: the new bytes replace it
+        return fresh
+    if not isinstance(stored, dict) or not isinstance(stored.get("observations"), list):
+        return fresh
+    try:
+        alike = ({**stored, "observations": stable_observations(contract, stored["observations"])}
+                 == {**document, "observations": stable_observations(contract, document["observations"])})
+    except (KeyError, TypeError, AttributeError, ValueError):  # a hand-edited file of another shape
+        return fresh
+    return path.read_bytes() if alike else fresh
+
+
+def determinism_problem(suite: Suite, clean: Sequence[Mapping[str, Any]], again: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the re-run clean arm is not the clean arm (volatile parts aside), naming step and field; or None."""
+    step_ids = [step["stepId"] for step, _ in requests_for_plan(suite)]
+    difference = first_difference(clean, again, operations_by_id(suite.contract), step_ids)
+    if difference is None:
+        return None
+    return (
+        f"the clean arm observed something different after the rollback (the system is not deterministic): "
+        f"{difference.sentence()}; declare it in the operation's volatileHeaders or volatilePointers if it "
+        "differs by nature"
+    )
+
+
 def _expect(condition: bool, reason: str) -> None:
     if not condition:
         raise GenerationError(reason)
@@ -201,23 +256,33 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
-        refuse_links(system_dir_of(suite.root))  # the copy would follow a link; staging then could not see it
-        shutil.copytree(system_dir_of(suite.root), system)
-        original_digest = tree_digest(system)
+        source = system_dir_of(suite.root)
+        layers = layer_paths(source, read_suite_settings(suite.root), suite.root / "suite.toml")
+        # A link is refused unless it is confined to a dependency layer (npm's node_modules/.bin), as
+        # staging refuses it; the copy keeps such links as links, so it never follows one out.
+        system_members(source, layers, remember=False)
+        shutil.copytree(source, system, symlinks=True)
+
+        def system_digest(folder: Path) -> str:
+            # The digest staging records (a confined link digests as a link), so the two compare.
+            return digest_directory(system_members(folder, layers, remember=False))
+
+        original_digest = system_digest(system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
         target = scratch / mutation.target
         original = target.read_bytes()
         target.write_bytes(mutation.apply(original.decode("utf-8")).encode("utf-8"))
         mutated_bytes = target.read_bytes()
-        mutated_digest = tree_digest(system)
+        mutated_digest = system_digest(system)
         _expect(mutated_digest != original_digest, f"mutation {mutation.mutation_id} changed nothing")
         _, mutated, staged_mutated_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(staged_mutated_digest == mutated_digest, "the mutated arm did not run the mutated system")
         target.write_bytes(original)
-        _expect(tree_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
+        _expect(system_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
         _, again, again_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(again_digest == clean_digest, "the re-run clean arm did not run the restored system")
-        _expect(again == clean, "the clean arm observed something different after the rollback (the system is not deterministic)")
+        problem = determinism_problem(suite, clean, again)
+        _expect(problem is None, problem or "")
         return clean, mutated, clean_digest, mutated_digest, mutated_bytes
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -340,7 +405,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         violation = {o["id"] for o in suite.contract["oracles"] if o.get("polarity") == "expects-violation"}
         failing = sorted(k for k, v in baseline["oracleResolutions"].items() if v != ("false" if k in violation else "true"))
         _expect(not failing, f"clean control {probe_id}: oracles {', '.join(failing)} do not hold on the clean system")
-        data = pretty(baseline)
+        data = settled_evidence(evidence_dir / "baseline.json", baseline, suite.contract)
         out.files[evidence_dir / "baseline.json"] = data
         qualification["baselinePassEvidence"] = public_reference(evidence_dir / "baseline.json", suite.root, data)
         qualification["revisionCommitDigest"] = commit_digest
@@ -364,7 +429,8 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
         failed["exitCodeDiscriminates"] = any(
             baseline["exitCodes"][m] != failed["exitCodes"][m] for m in failed["signatureMatches"]
         )
-        base_data, failed_data = pretty(baseline), pretty(failed)
+        base_data = settled_evidence(evidence_dir / "baseline.json", baseline, suite.contract)
+        failed_data = settled_evidence(evidence_dir / f"{arm}.json", failed, suite.contract)
         out.files[evidence_dir / "baseline.json"] = base_data
         out.files[evidence_dir / f"{arm}.json"] = failed_data
         target = suite.root / mutation.target
