@@ -113,3 +113,79 @@ def test_transient_exits_are_retried_and_the_rerun_spawns_nothing(
     again = _night(tmp_path, migrated_prefect_db, suites, out="out2")
     assert again.returncode == 0, (again.stdout[-3000:], again.stderr[-3000:])
     assert _ledger(tmp_path, "out2")["attempts"] == []
+
+
+def test_a_non_transient_class_is_never_retried_nor_cached(
+    tmp_path: Path, migrated_prefect_db: Path, agent_starter: Path
+) -> None:
+    """Exit 3 (environment-configuration, not transient) ends each leg at its first attempt as a fault;
+    the night cannot measure the suite (no PASS), and the rerun calls every leg again (nothing cached)."""
+    suites = _suites(tmp_path, agent_starter, knobs={"latency_ms": 50, "configuration_error": True})
+    first = _night(tmp_path, migrated_prefect_db, suites)
+    assert first.returncode not in (0, 70) and "Traceback" not in first.stderr, (first.stdout[-3000:], first.stderr[-3000:])
+    rows = _ledger(tmp_path)["attempts"]
+    assert rows and all((row["attempt"], row["exitCode"], row["class"], row["decision"]) == (1, 3, "configuration", "fault")
+                        for row in rows), rows
+    summary = (tmp_path / "out" / "preflight-summary.json").read_text()
+    assert "environment-configuration" in summary and "never retried" in summary, summary[:2000]
+    again = _night(tmp_path, migrated_prefect_db, suites, out="out2")
+    assert "Traceback" not in again.stderr, again.stderr[-3000:]
+    assert {row["key"] for row in _ledger(tmp_path, "out2")["attempts"]} == {row["key"] for row in rows}
+
+
+def test_legs_of_one_vendor_never_run_more_at_once_than_its_limit(
+    tmp_path: Path, migrated_prefect_db: Path, agent_starter: Path
+) -> None:
+    """[vendors] standin = 1 with 4 legs' worth of workers: the legs' calls never overlap (a Prefect
+    global concurrency limit the flow creates itself on the embedded server)."""
+    suites = _suites(tmp_path, agent_starter, knobs={"latency_ms": 400, "transient_rate": 0.0}, vendors=1)
+    done = _night(tmp_path, migrated_prefect_db, suites, "--update-baseline")
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    rows = _ledger(tmp_path)["attempts"]
+    assert len(rows) >= 8, rows
+    assert _most_at_once(rows) == 1, sorted((row["started"], row["ended"]) for row in rows)
+
+
+def test_a_night_budget_stops_cleanly_and_the_next_run_pays_only_for_the_rest(
+    tmp_path: Path, migrated_prefect_db: Path, agent_starter: Path
+) -> None:
+    """A wall clock spent before the first leg starts nothing; a cost budget of 5 calls (0.01 each)
+    answers 5 legs and refuses the rest: exit 69 and one line, no traceback; the next run (no budget)
+    spawns only legs the stopped one did not answer, and the night then passes."""
+    suites = _suites(tmp_path, agent_starter, knobs={"latency_ms": 100, "transient_rate": 0.0})
+    clock = _night(tmp_path, migrated_prefect_db, suites, "--night-seconds", "1", out="out-clock")
+    assert clock.returncode == 69 and "Traceback" not in clock.stderr, (clock.stdout[-3000:], clock.stderr[-3000:])
+    stopped = [line for line in clock.stderr.splitlines() if "stopped:" in line]
+    assert len(stopped) == 1 and "wall clock of 1 s" in stopped[0] and "exit 69" in stopped[0], clock.stderr[-3000:]
+    ledger = _ledger(tmp_path, "out-clock")
+    assert ledger["attempts"] == [] and ledger["legsRefused"] > 0, ledger
+
+    cost = _night(tmp_path, migrated_prefect_db, suites, "--night-cost", "0.05", out="out-cost")
+    assert cost.returncode == 69 and "Traceback" not in cost.stderr, (cost.stdout[-3000:], cost.stderr[-3000:])
+    stopped = [line for line in cost.stderr.splitlines() if "stopped:" in line]
+    assert len(stopped) == 1 and "cost budget of 0.05" in stopped[0], cost.stderr[-3000:]
+    ledger = _ledger(tmp_path, "out-cost")
+    answered = {row["key"] for row in ledger["attempts"] if row["decision"] == "answer"}
+    assert len(ledger["attempts"]) == 5 and len(answered) == 5 and ledger["spent"] == pytest.approx(0.05), ledger
+
+    rest = _night(tmp_path, migrated_prefect_db, suites, "--update-baseline", out="out-rest")
+    assert rest.returncode == 0, (rest.stdout[-3000:], rest.stderr[-3000:])
+    spawned = {row["key"] for row in _ledger(tmp_path, "out-rest")["attempts"]}
+    assert spawned and not spawned & answered, (spawned, answered)
+    probes = json.loads((tmp_path / "baseline.json").read_text())["agent"]["probes"]
+    assert {row["verdict"] for row in probes.values()} == {"PASS"}
+
+
+@pytest.mark.parametrize(("flags", "names"), [
+    (["--night-cost", "abc"], ["--night-cost", "'abc'", "above 0"]),
+    (["--night-seconds", "-3"], ["--night-seconds", "above 0"]),
+    (["--night-seconds", "60", "--update-baseline"], ["--update-baseline", "night budget"]),
+])
+def test_a_bad_night_budget_is_a_one_line_usage_error(tmp_path: Path, flags: list[str], names: list[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
+    env["EVALQUALITY_HOME"] = str(tmp_path / "home")
+    proc = subprocess.run([sys.executable, "-m", "flows.contract_strength", *flags], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 64 and "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and all(name in lines[0] for name in names), lines
