@@ -14,7 +14,8 @@ only for the rest. A leg answered from the cache is never charged (``charge`` si
 cache's spawn). Legs in flight when the clock passes ``S`` still finish: the night can overrun by at
 most one leg's ``max_elapsed_ms``.
 
-The ledger records every spawned attempt (leg, vendor, exit, class, start and end on the wall clock):
+The ledger records every spawned attempt (leg, key, vendor, attempt, exit, class, decision, and on
+the wall clock: ``queued`` for the vendor slot, ``started`` and ``ended`` the call, ``released`` the slot):
 it is how a run shows the attempts a retried leg took and how many legs of one vendor overlapped.
 """
 
