@@ -83,6 +83,7 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
+from flows.night import add_night_flags, finish_night, start_night_from
 from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
@@ -1035,6 +1036,7 @@ def _parser() -> argparse.ArgumentParser:
         "trial now through the suite's evaluator command (the nightly deployment's default)",
     )
     parser.add_argument("--fresh-trials", action="store_true", help="live: sample new trial indices (old answers stay cached)")
+    add_night_flags(parser)  # issue 34: the night's wall-clock and cost budget (flows/night.py)
     return parser
 
 
@@ -1082,8 +1084,10 @@ def print_strength(run: StrengthRun) -> None:
 @crash_exit("python -m flows.contract_strength")
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print the report, return the gate's exit code."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     prog = "python -m flows.contract_strength"
+    start_night_from(parser, args)
     choose_suites(args.suites)  # the defaults (home, out, baseline) follow the suites folder
     settings = start_flow_main(prog, args.concurrency)
     workers = args.concurrency or (2 if args.task_runner == "dask" else settings.concurrency)
@@ -1105,7 +1109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 fresh_trials=args.fresh_trials,
             )
     print_strength(run)
-    return run.exit_code
+    stopped = finish_night(prog, out_dir)
+    return run.exit_code if stopped is None else stopped
 
 
 if __name__ == "__main__":

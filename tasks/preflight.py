@@ -49,6 +49,7 @@ from evalquality_core.probe.mcp_policy import McpTargetPolicy
 from evalquality_core.probe.policy import CommandTargetPolicy
 from evalquality_core.probe.targets import TargetRegistry
 from evalquality_core.suite.staging import check_layers
+from tasks.agent_legs import attempts_of, spawn_agent_leg
 from tasks.caching import CODE_VERSION, StageDigest, stage_cache, unpersisted_results, verified_stage
 from tasks.leg_cache import (
     LEG_CACHE_FAULT_PATH,
@@ -186,7 +187,14 @@ def key_entry(
     The same for every request of one kind, interface and executable under one registry."""
     if request.get("kind") == "api":
         return portable_entry(api_target_entry(targets, request))
-    return portable_entry(target_entry(policy, request, mcp_policy))
+    entry = target_entry(policy, request, mcp_policy)
+    agent = targets.agent_of(request.get("interfaceId"), request.get("executable")) if targets is not None else None
+    if agent is not None and agent.exit_classes:
+        # The class table decides whether an exit is an answer (cached) or a fault: a table declared
+        # later must not be answered by an exit cached before it (issue 34). Other agent keys (vendor,
+        # cost, retries) change how a leg is run, not what its answer is, so they stay out of the key.
+        entry = {**entry, "exitClasses": {str(code): name for code, name in sorted(agent.exit_classes.items())}}
+    return portable_entry(entry)
 
 
 def key_from_entry(
@@ -376,8 +384,11 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
     try:
         try:
             cache = open_leg_cache(job.cache_dir, job.cache_mode, job.invocation)
+            # The night's budget, the vendor's limit and the target's retries wrap the live spawn only
+            # (tasks/agent_legs.py): a leg the cache answers pays nothing.
             answer = cache.answer(
-                job.key, job.request, lambda: _spawn(job), leg=leg, run=f"{flow_run.name} ({flow_run.id})" if flow_run.id else ""
+                job.key, job.request, lambda: spawn_agent_leg(job, _spawn, leg, abort_event(job.invocation)),
+                leg=leg, run=f"{flow_run.name} ({flow_run.id})" if flow_run.id else "",
             )
         except LegCacheUnusable as lost:
             # The flow checked the cache before any leg (flows/lifecycle.check_leg_cache); one lost since
@@ -395,6 +406,9 @@ def spawn_leg(suite: str, probe_id: str, leg_id: str, job: LegJob, call: str = "
         return Failed(message=message, data=fault)
     state = leg_state(answer)
     if answer.source == "spawned":
+        attempts = attempts_of(answer.key)
+        if attempts > 1:  # a retried leg says so in its state (its ledger rows say why: tasks/night_budget.py)
+            state = Completed(message=f"{state.message} after {attempts} attempts", data=answer)
         _log(logging.INFO, f"{leg}: spawned, {state.message}")
     _tell(job.invocation, answer.source, leg)
     return state

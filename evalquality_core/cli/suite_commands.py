@@ -74,13 +74,14 @@ def suite_group() -> None:
 
 @suite_group.command("init", help=(
     "Write a working starter suite into DIR (new or empty), generated and trialled. --kind picks the system: "
-    "cli (default) a command-line program, http an HTTP service, mcp a stdio tool server."))
+    "cli (default) a command-line program, http an HTTP service, mcp a stdio tool server, agent a command-line "
+    "program behind a scripted stand-in agent (slow, seeded transient failures)."))
 @_DIR
-@click.option("--kind", type=click.Choice(["cli", "http", "mcp"]), default="cli", show_default=True,
+@click.option("--kind", type=click.Choice(["cli", "http", "mcp", "agent"]), default="cli", show_default=True,
               help="The kind of system under test the starter holds.")
 @_guarded("init")
 def suite_init(directory: Path, kind: str) -> None:
-    """``suite init DIR [--kind cli|http|mcp]``."""
+    """``suite init DIR [--kind cli|http|mcp|agent]``."""
     from evalquality_core.suite.init import init_suite
 
     for path in init_suite(directory, kind=kind):

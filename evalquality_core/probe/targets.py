@@ -28,6 +28,7 @@ from typing import Any
 
 from evalquality_core.canonical.nesting import TooDeep, load_toml
 from evalquality_core.faults import RuntimeFault
+from evalquality_core.probe.agent_targets import AGENT_KEYS, AgentProfile, parse_agent_keys, parse_vendors
 from evalquality_core.probe.api_policy import ProbeTargetPolicy, parse_probe_target_policy
 from evalquality_core.probe.mcp_policy import McpTargetPolicy, mcp_policy_from_entries, parse_mcp_target
 from evalquality_core.probe.policy import (
@@ -139,6 +140,15 @@ class TargetRegistry:
     mcp_entries: tuple[Mapping[str, Any], ...] = ()
     #: Where each of ``mcp_entries`` stands in the file (``target[3]``), for diagnostics.
     mcp_places: tuple[str, ...] = ()
+    #: Agent keys of cli entries (``probe/agent_targets.py``), by (interfaceId, executable); a pair
+    #: absent here is a plain target.
+    agents: Mapping[tuple[str, str], AgentProfile] = dataclasses.field(default_factory=dict)
+    #: The ``[vendors]`` table: vendor -> legs of that vendor in flight at once.
+    vendors: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def agent_of(self, interface_id: Any, executable: Any) -> AgentProfile | None:
+        """The agent profile of a cli pair, ``None`` for a plain target."""
+        return self.agents.get((interface_id, executable))
 
     def with_budgets_scaled(self, factor: int) -> TargetRegistry:
         """The same registry with every entry's ``maxElapsedMs`` multiplied by ``factor`` (capped at the
@@ -260,9 +270,13 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         raise _fault(source, f"not TOML: {exc}") from None
     except ValueError:  # an integer past Python's int-from-text limit (a 5000-digit budget, say)
         raise _fault(source, f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no key accepts") from None
-    unknown = sorted(set(document) - {"target", "service"})
+    unknown = sorted(set(document) - {"target", "service", "vendors"})
     if unknown:
-        raise _fault(source, f"unknown top-level key(s) {', '.join(unknown)}; expected [[target]] tables and [service]")
+        raise _fault(
+            source, f"unknown top-level key(s) {', '.join(unknown)}; expected [[target]] tables, [service] and [vendors]"
+        )
+    vendors = parse_vendors(document.get("vendors"), source)
+    agents: dict[tuple[str, str], AgentProfile] = {}
     service = _service_table(document.get("service"), source)
     tables = document.get("target", [])
     if not isinstance(tables, list):
@@ -297,7 +311,8 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             mcp_places.append(where)
             placeholders.update(used)
             continue
-        table = {key: value for key, value in table.items() if key != "kind"}
+        agent_keys = {key: value for key, value in table.items() if key in AGENT_KEYS}
+        table = {key: value for key, value in table.items() if key != "kind" and key not in AGENT_KEYS}
         extra = sorted(set(table) - set(TARGET_KEYS))
         if extra:
             raise _fault(source, f"{where} has unknown key(s) {', '.join(extra)}")
@@ -321,6 +336,8 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
             raise _fault(source, f"{where} registers interface {pair[0]!r} and executable {pair[1]!r} a second time")
         seen.add(pair)
         entries.append(entry)
+        if agent_keys:
+            agents[pair] = parse_agent_keys(agent_keys, where, source, vendors)
     if service is not None:
         # the command's other placeholders must be filled like the entries' ({python}); a value missing
         # for one is refused by to_policy, not first met when a service is started
@@ -328,7 +345,8 @@ def parse_targets(text: str, source: str = "targets.toml") -> TargetRegistry:
         placeholders.discard(service["port_placeholder"])  # filled per call by the service adapter
     return TargetRegistry(
         source=source, entries=tuple(entries), placeholders=frozenset(placeholders), api_entries=tuple(api_entries),
-        service=service, mcp_entries=tuple(mcp_entries), mcp_places=tuple(mcp_places),
+        service=service, mcp_entries=tuple(mcp_entries), mcp_places=tuple(mcp_places), agents=agents,
+        vendors=vendors,
     )
 
 

@@ -2,7 +2,8 @@
 
 The starters (``evalquality_core/suite/starters/<kind>/``, package data) are one per kind of system, all
 data: ``cli`` (the default) a tiny notes command-line program, ``http`` a notes HTTP service (registry
-``kind = "api"`` with a ``[service]`` table), ``mcp`` a notes tool server over stdio (``kind = "mcp"``).
+``kind = "api"`` with a ``[service]`` table), ``mcp`` a notes tool server over stdio (``kind = "mcp"``), ``agent`` the notes CLI behind a scripted
+stand-in agent (slow, seeded transient failures; the agent keys of ``probe/agent_targets.py``).
 Each holds its system, fixture, registry, contract, evaluator choices, authored-only probes (a
 controlled-mutation defect and a clean control at least), their mutations, a scoring policy and strength
 floors. ``init_suite`` copies the chosen one, then runs the generator and the reference evaluator on the
@@ -21,7 +22,7 @@ from evalquality_core.suite.load import SuiteError
 #: The starter suites shipped with the package, one folder per kind.
 STARTERS_ROOT = Path(__file__).resolve().parent / "starters"
 #: The kinds ``suite init --kind`` accepts, the default first.
-KINDS: tuple[str, ...] = ("cli", "http", "mcp")
+KINDS: tuple[str, ...] = ("cli", "http", "mcp", "agent")
 #: The default (command-line) starter.
 STARTER = STARTERS_ROOT / KINDS[0]
 
