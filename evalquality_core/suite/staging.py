@@ -116,6 +116,24 @@ def _inside_layer(relative: str, layers: Iterable[str]) -> bool:
     return any(relative == layer or relative.startswith(layer + "/") for layer in layers)
 
 
+def _mutated_layer_file(mutation: Mutation, system: Path, layers: list[str], members: dict[str, str]) -> tuple[str, bytes] | None:
+    """For a mutation whose target lies in a layer: (its path under system/, the mutated bytes); None
+    for a target outside every layer. The target must be a plain file (no link on the way: a link's
+    target would be edited through it)."""
+    relative = Path(mutation.target).relative_to("system").as_posix()
+    if not _inside_layer(relative, layers):
+        return None
+    path = system
+    for part in relative.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise StagingError(f"{mutation.source_path}: target {mutation.target} passes through a symlink ({path})")
+    if relative not in members or not path.is_file():
+        raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
+    # read_text/encode as the copied path's read_text/write_text do (universal newlines)
+    return relative, mutation.apply(path.read_text(encoding="utf-8")).encode("utf-8")
+
+
 def system_members(system: Path, layers: list[str], *, remember: bool = True) -> dict[str, str]:
     """Member digests of ``system`` outside its ``layers`` (a symlink there refused), and of each layer
     (its links kept when confined to it, :mod:`evalquality_core.suite.layers`). Plain files digest as
@@ -177,6 +195,7 @@ def stage_workspace(
         raise StagingError(f"{system}: the system to stage is not a directory")
     paths = layer_paths(system, settings, source / "suite.toml")
     members = system_members(system, paths)  # refuses a link outside a layer, or leaving its layer
+    edited = None if mutation is None else _mutated_layer_file(mutation, system, paths, members)
     # Links are copied as links: only confined links inside layers are left after the check above.
     shutil.copytree(
         system, system_dir, symlinks=True,
@@ -187,17 +206,19 @@ def stage_workspace(
     if layers is not None:
         for relative in paths:
             prefix = relative + "/"
-            digest = digest_directory({path: value for path, value in members.items() if path.startswith(prefix)})
-            handle = layers.acquire(system / relative, relative, digest)
+            mine = {path: value for path, value in members.items() if path.startswith(prefix)}
+            edit = None
+            if edited is not None and edited[0].startswith(prefix):
+                # A mutation in this layer: its own digest, so its own stored copy (the clean one untouched).
+                mine[edited[0]] = digest_bytes(edited[1])
+                edit = (edited[0].removeprefix(prefix), edited[1])
+            handle = layers.acquire(system / relative, relative, digest_directory(mine), edit)
             handles.append(handle)
             (system_dir / relative).parent.mkdir(parents=True, exist_ok=True)
             os.symlink(handle.folder, system_dir / relative, target_is_directory=True)
-    if mutation is not None:
-        inside = Path(mutation.target).relative_to("system").as_posix()
-        if _inside_layer(inside, paths):
-            raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
+    if mutation is not None and not (layers is not None and edited is not None):
         target = destination / mutation.target
-        if not target.is_file():
+        if target.is_symlink() or not target.is_file():
             raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
         target.write_text(mutation.apply(target.read_text(encoding="utf-8")), encoding="utf-8")
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -281,8 +302,8 @@ def staged_digests(
             relative = Path(mutation.target).relative_to("system").as_posix()
             target = system / relative
             if _inside_layer(relative, paths):
-                raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
-            if relative not in clean or not target.is_file():
+                _mutated_layer_file(mutation, system, paths, clean)  # the same refusals as staging's
+            if relative not in clean or target.is_symlink() or not target.is_file():
                 raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
             # read_text/encode as stage_workspace's read_text/write_text do (universal newlines)
             members = {**clean, relative: digest_bytes(mutation.apply(target.read_text(encoding="utf-8")).encode("utf-8"))}
