@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical.digest import digest_bytes, digest_directory
+from evalquality_core.faults import RuntimeFault
 from evalquality_core.suite.layers import (
     LayerHandle,
     LayerStore,
+    default_store,
     layer_members,
     layer_paths,
     source_layer_members,
@@ -48,11 +50,17 @@ __all__ = [
     "StagedWorkspace",
     "StagingError",
     "check_layers",
+    "default_store",
     "fault_leg_ids",
+    "layer_paths",
+    "layers_intact",
+    "refuse_links_outside_layers",
     "mutation_for_leg",
     "stage_for_leg",
     "stage_workspace",
     "staged_digests",
+    "system_members",
+    "system_digest",
     "tree_digest",
 ]
 
@@ -78,6 +86,14 @@ def check_layers(staged: Any) -> list[str]:
     if not isinstance(staged, StagedWorkspace) or staged.store is None:
         return []
     return [problem for problem in (staged.store.check(handle) for handle in staged.layers) if problem]
+
+
+def layers_intact(staged: Any) -> None:
+    """After a leg ran in ``staged``: raise a ``digest-mismatch`` :class:`RuntimeFault` (the leg's answer
+    is not trusted, never cached) when a linked layer changed under it (:func:`check_layers`)."""
+    changed = check_layers(staged)
+    if changed:
+        raise RuntimeFault("digest-mismatch", "StagedWorkspace.layers", "; ".join(changed))
 
 
 def fault_leg_ids(probe: dict[str, Any]) -> set[str]:
@@ -110,6 +126,25 @@ def refuse_links(directory: Path) -> None:
     for path in [directory, *directory.rglob("*")]:
         if path.is_symlink():
             raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
+
+
+def refuse_links_outside_layers(suite: str | Path, system: Path | None = None) -> list[str]:
+    """The suite's layers ('/' paths under system/) after checking its system (``system``, else its own):
+    a symlink outside a layer, or one in a layer leaving it, refused on one line as staging refuses it."""
+    source = suite_dir(suite)
+    system = system or system_dir_of(source)
+    paths = layer_paths(system, read_suite_settings(source), source / "suite.toml")
+    system_members(system, paths)
+    return paths
+
+
+def system_digest(suite: str | Path, system: Path) -> str:
+    """The digest :func:`stage_workspace` records for ``system`` (a copy of the suite's system, e.g. the
+    generator's disposable one) staged clean: ``tree_digest``'s for a system without links, each layer's
+    confined links digested as links."""
+    source = suite_dir(suite)
+    paths = layer_paths(system, read_suite_settings(source), source / "suite.toml")
+    return _digest_of(system_members(system, paths, remember=False), system)
 
 
 def _inside_layer(relative: str, layers: Iterable[str]) -> bool:
