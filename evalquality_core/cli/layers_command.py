@@ -42,7 +42,7 @@ def layers() -> None:
               help="The layer store folder (default: <eval-quality home>/layers).")
 def prune_command(older_than: float, store: Path | None) -> None:
     """Prune the store; print one summary line."""
-    from evalquality_core.home import layers_dir
+    from evalquality_core.suite.home import layers_dir
     from evalquality_core.suite.layers import prune
 
     root = store if store is not None else layers_dir()

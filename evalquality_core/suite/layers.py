@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical.digest import digest_bytes, digest_directory
-from evalquality_core.home import layers_dir
+from evalquality_core.suite.home import layers_dir
 from evalquality_core.suite.load import StagingError, stays_inside
 
 __all__ = [
@@ -358,7 +358,7 @@ class LayerStore:
 
 
 def default_store() -> LayerStore:
-    """The store of the eval-quality home (``<home>/layers``, evalquality_core/home.py): what every
+    """The store of the eval-quality home (``<home>/layers``, evalquality_core/suite/home.py): what every
     staging path of the CLI and the flows links layers from."""
     return LayerStore(layers_dir())
 

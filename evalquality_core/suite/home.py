@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 #: The source checkout this package was loaded from (meaningful only for an editable install).
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def evalquality_home() -> Path:
