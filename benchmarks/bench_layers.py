@@ -8,13 +8,19 @@ remove the workspace as ``leg_workspace`` does. The layer's first leg (which cop
 and digests it) is printed apart; the steady state is what every further leg pays. With
 ``--sessions N`` each timing also runs N real ``node`` server sessions (one ``read_graph`` per leg).
 
-Usage: ``python benchmarks/bench_layers.py [--legs N] [--sessions N] [--node-modules DIR]`` (without
-``--node-modules`` it runs ``npm install`` into a temp folder, npm cache included).
+The mutant-trials path (``--mutant-legs N``, issue 34): N legs as a mutants run stages them, alternating
+the clean system and a mutant of the package's own ``dist/index.js``, before (``stage_workspace`` with
+the mutation, the layer copied per leg) against after (``tasks.mutants.stage_mutant``: the clean layer
+and the mutant's layer each stored once in ``<home>/layers``, then linked), each leg checked and removed.
+
+Usage: ``python benchmarks/bench_layers.py [--legs N] [--sessions N] [--mutant-legs N] [--node-modules DIR]``
+(without ``--node-modules`` it runs ``npm install`` into a temp folder, npm cache included).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -28,8 +34,10 @@ from results import record  # noqa: E402  (beside this script)
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter  # noqa: E402
 from evalquality_core.probe.targets import parse_targets  # noqa: E402
 from evalquality_core.suite.layers import LayerStore  # noqa: E402
+from evalquality_core.suite.load import Mutation  # noqa: E402
 from evalquality_core.suite.staging import check_layers, stage_workspace  # noqa: E402
-from tests.npm_memory import install_memory_server, memory_suite  # noqa: E402
+from tasks.mutants import stage_mutant  # noqa: E402
+from tests.npm_memory import ENTRY, install_memory_server, memory_suite  # noqa: E402
 
 
 def _leg(suite: Path, workspace: Path, store: LayerStore | None, session: bool) -> None:
@@ -51,10 +59,28 @@ def _time(suite: Path, scratch: Path, store: LayerStore | None, legs: int, sessi
     return (time.perf_counter() - started) / legs
 
 
+def _mutant_legs(suite: Path, scratch: Path, legs: int, linked: bool) -> float:
+    """Seconds per leg of ``legs`` mutant-trials legs (clean and JS mutant alternating), staged before
+    (copy) or after (``stage_mutant``, the layer store of ``$EVALQUALITY_HOME``)."""
+    mutant = Mutation(mutation_id="M-js", probe_id="P-001", operator="return-value", target=f"system/{ENTRY}",
+                      description="create_entities answers none", find="        return newEntities;\n",
+                      replace="        return [];\n", naive_check=None, source_path=suite / "mutations" / "M-js.json")
+    tag = "after" if linked else "before"
+    started = time.perf_counter()
+    for number in range(legs):
+        workspace = scratch / f"mutant-{tag}-{number}"
+        mutation = mutant if number % 2 else None
+        staged = stage_mutant(suite, mutation, workspace) if linked else stage_workspace(suite, workspace, mutation)
+        assert check_layers(staged) == []
+        shutil.rmtree(workspace)
+    return (time.perf_counter() - started) / legs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--legs", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=3, help="legs that also run a real server session")
+    parser.add_argument("--mutant-legs", type=int, default=10, help="legs of the mutant-trials path (0: skip)")
     parser.add_argument("--node-modules", type=Path, default=None)
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evalquality-bench-layers-") as temp:
@@ -82,6 +108,19 @@ def main() -> None:
             print(f"with a real server session per leg ({arguments.sessions} legs): copy {copy * 1000:.0f} ms, "
                   f"layer {layer * 1000:.0f} ms, ratio {copy / layer:.2f}x (legs/s: {1 / copy:.2f} vs {1 / layer:.2f})")
             ratios["with a real server session per leg: copy / layer"] = copy / layer
+        if arguments.mutant_legs:
+            os.environ["EVALQUALITY_HOME"] = str(scratch / "mutants-home")  # stage_mutant's store
+            started = time.perf_counter()
+            _mutant_legs(suite, scratch, 2, True)  # stores the clean layer and the mutant's, once each
+            first = time.perf_counter() - started
+            before = _mutant_legs(suite, scratch, arguments.mutant_legs, False)
+            after = _mutant_legs(suite, scratch, arguments.mutant_legs, True)
+            stored = sorted(path.name for path in (scratch / "mutants-home" / "layers").iterdir())
+            print(f"mutant-trials legs ({arguments.mutant_legs}, clean and mutant alternating): before (copy) "
+                  f"{before * 1000:.1f} ms, after (stage_mutant, layer) {after * 1000:.1f} ms per leg; ratio "
+                  f"before/after {before / after:.1f}x (legs/s staged: {1 / before:.1f} vs {1 / after:.1f}); "
+                  f"{len(stored)} layers stored (clean, mutant; first two legs {first * 1000:.0f} ms)")
+            ratios["mutant-trials legs: copy / stage_mutant"] = before / after
         record(__file__, baseline="copying the system's node_modules into every leg's workspace",
                ratios=ratios, figures=figures)
 

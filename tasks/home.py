@@ -1,24 +1,8 @@
-"""The eval-quality home: where the leg cache, stage results, workspaces and (by default) Prefect's own
-state live. Prefect-free, so ``flows/settings.py`` can read it before anything imports Prefect.
-
-``$EVALQUALITY_HOME`` when set; otherwise ``<project>/.evalquality`` (gitignored) when the package runs
-from a source checkout (a writable folder holding ``pyproject.toml``), else ``~/.cache/eval-quality``.
-"""
+"""The eval-quality home (moved to :mod:`evalquality_core.suite.home`, so the CLI's staging finds the layer
+store too); re-exported here for the tasks and flows that import it from this module."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from evalquality_core.suite.home import PROJECT_ROOT, evalquality_home, layers_dir
 
-#: The source checkout this package was loaded from (meaningful only for an editable install).
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def evalquality_home() -> Path:
-    """The absolute eval-quality home (see the module docstring for the default)."""
-    configured = os.environ.get("EVALQUALITY_HOME")
-    if configured:
-        return Path(configured).expanduser().resolve()
-    if (PROJECT_ROOT / "pyproject.toml").is_file() and os.access(PROJECT_ROOT, os.W_OK):
-        return PROJECT_ROOT / ".evalquality"
-    return Path.home() / ".cache" / "eval-quality"
+__all__ = ["PROJECT_ROOT", "evalquality_home", "layers_dir"]

@@ -50,7 +50,7 @@ from evalquality_core.mutants.classify import RunOutcome, channels_of
 from evalquality_core.mutants.generate import Generation, generate, generation_from_record, generation_record
 from evalquality_core.suite.load import Mutation
 from evalquality_core.suite.mutants import system_sources
-from evalquality_core.suite.staging import stage_workspace
+from evalquality_core.suite.staging import default_store, stage_workspace
 from tasks.leg_cache import SqliteLegStore
 from tasks.preflight import interpreter_identity, tool_version
 
@@ -58,8 +58,10 @@ PLAN_ENTRY_FORMAT = "eval-quality/plan-cache-entry/v1"
 
 
 def stage_mutant(directory: Path, mutation: Mutation | None, destination: Path) -> Any:
-    """Stage a workspace holding the clean system (``mutation`` None) or one generated mutant."""
-    return stage_workspace(directory, destination, mutation)
+    """Stage a workspace holding the clean system (``mutation`` None) or one generated mutant, its
+    dependency layers linked from the home's store (``spawn-leg`` checks them after the leg); a mutant
+    of a file in a layer gets that layer stored apart (evalquality_core/suite/layers.py)."""
+    return stage_workspace(directory, destination, mutation, layers=default_store())
 
 
 def plan_key(requests: Sequence[Mapping[str, Any]], targets_text: str, staged_digest: str) -> str:

@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "evalquality_core.cli.explain_command",
     "evalquality_core.cli.migrate_command",
     "evalquality_core.cli.mutants_command",
+    "evalquality_core.cli.layers_command",
 )
 
 

@@ -84,17 +84,17 @@ def _folder(root: Path) -> str:
 
 
 def _staging(root: Path) -> str:
-    from evalquality_core.suite.staging import stage_workspace
+    from evalquality_core.suite.staging import default_store, stage_workspace
 
     settings = read_suite_settings(root)
     with tempfile.TemporaryDirectory(prefix="eq-check-") as scratch:
-        staged = stage_workspace(root, Path(scratch) / "ws")
+        staged = stage_workspace(root, Path(scratch) / "ws", layers=default_store())  # layers linked, not copied
         count = sum(1 for p in staged.work_dir.rglob("*") if p.is_file())
     return f"system {settings['system-id']} and {len(settings['fixtures'])} fixture set(s) stage ({count} file(s) in work/)"
 
 
 def _mutations(root: Path) -> str:
-    from evalquality_core.suite.staging import stage_workspace
+    from evalquality_core.suite.staging import default_store, stage_workspace
 
     mutations = load_mutations(root)
     probes = {path.stem for path in (root / "probes").glob("P-*.json")}
@@ -103,7 +103,7 @@ def _mutations(root: Path) -> str:
             raise _Problem(f"{mutation.source_path}: names probe {mutation.probe_id}, which has no probes/{mutation.probe_id}.json",
                            "name an existing probe in probeId, or add the probe")
         with tempfile.TemporaryDirectory(prefix="eq-check-") as scratch:
-            stage_workspace(root, Path(scratch) / "ws", mutation)
+            stage_workspace(root, Path(scratch) / "ws", mutation, layers=default_store())
     return f"{len(mutations)} mutation(s), each applies exactly once"
 
 

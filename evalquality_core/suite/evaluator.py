@@ -66,7 +66,7 @@ from evalquality_core.suite.load import (
     read_suite_settings,
     suite_relative,
 )
-from evalquality_core.suite.staging import stage_for_leg, stage_workspace
+from evalquality_core.suite.staging import default_store, layers_intact, stage_for_leg, stage_workspace
 
 #: How many trials the corpus stores per probe (the scoring policy's minimum).
 DEFAULT_TRIALS = 3
@@ -322,8 +322,11 @@ def run_staged(
     """
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-{suite.name}-"))
     try:
-        workspace = stage_workspace(suite.root, scratch / "workspace", mutation, system_source=system_source)
+        # Dependency layers linked from the home's store (staged once), checked after the plan ran.
+        workspace = stage_workspace(suite.root, scratch / "workspace", mutation, system_source=system_source,
+                                    layers=default_store())
         requests, observations = run_plan(suite, workspace.root, adapter)
+        layers_intact(workspace)
         return requests, observations, workspace.system_digest
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -664,8 +667,11 @@ class StagingPort:
         wire = as_wire(request)
         scratch = Path(tempfile.mkdtemp(prefix=f"eq-{self.suite.name}-leg-"))
         try:
-            workspace = stage_for_leg(self.suite.root, dict(self.probe_wire), wire["probeId"], scratch / "workspace")
-            return self.adapter.probe(request, workdir=workspace.root)
+            workspace = stage_for_leg(self.suite.root, dict(self.probe_wire), wire["probeId"], scratch / "workspace",
+                                      layers=default_store())
+            observation = self.adapter.probe(request, workdir=workspace.root)
+            layers_intact(workspace)
+            return observation
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

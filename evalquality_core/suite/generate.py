@@ -49,7 +49,6 @@ from evalquality_core.preflight.volatility import first_difference, stable_obser
 from evalquality_core.score.qualification import qualify_probe
 from evalquality_core.score.witness import resolve_home_operation
 from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, requests_for_plan, run_staged
-from evalquality_core.suite.layers import layer_paths
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
@@ -64,10 +63,9 @@ from evalquality_core.suite.load import (
     read_suite_settings,
     sibling_suite,
     system_dir_of,
-    tree_digest,
     unlinked_folder,
 )
-from evalquality_core.suite.staging import system_members
+from evalquality_core.suite.staging import refuse_links_outside_layers, system_digest
 
 
 class GenerationError(SuiteError):
@@ -256,29 +254,22 @@ def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list
     scratch = Path(tempfile.mkdtemp(prefix=f"eq-generate-{suite.name}-"))
     try:
         system = scratch / "system"
-        source = system_dir_of(suite.root)
-        layers = layer_paths(source, read_suite_settings(suite.root), suite.root / "suite.toml")
-        # A link is refused unless it is confined to a dependency layer (npm's node_modules/.bin), as
-        # staging refuses it; the copy keeps such links as links, so it never follows one out.
-        system_members(source, layers, remember=False)
-        shutil.copytree(source, system, symlinks=True)
-
-        def system_digest(folder: Path) -> str:
-            # The digest staging records (a confined link digests as a link), so the two compare.
-            return digest_directory(system_members(folder, layers, remember=False))
-
-        original_digest = system_digest(system)
+        # Links are copied as links, so only those staging keeps (confined to their layer) are refused
+        # nowhere; any other is refused here, before a copy.
+        refuse_links_outside_layers(suite.root)
+        shutil.copytree(system_dir_of(suite.root), system, symlinks=True)
+        original_digest = system_digest(suite.root, system)
         _, clean, clean_digest = run_staged(suite, None, adapter, system_source=system)
         target = scratch / mutation.target
         original = target.read_bytes()
         target.write_bytes(mutation.apply(original.decode("utf-8")).encode("utf-8"))
         mutated_bytes = target.read_bytes()
-        mutated_digest = system_digest(system)
+        mutated_digest = system_digest(suite.root, system)
         _expect(mutated_digest != original_digest, f"mutation {mutation.mutation_id} changed nothing")
         _, mutated, staged_mutated_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(staged_mutated_digest == mutated_digest, "the mutated arm did not run the mutated system")
         target.write_bytes(original)
-        _expect(system_digest(system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
+        _expect(system_digest(suite.root, system) == original_digest, f"restoring {mutation.target} did not restore the system's digest")
         _, again, again_digest = run_staged(suite, None, adapter, system_source=system)
         _expect(again_digest == clean_digest, "the re-run clean arm did not run the restored system")
         problem = determinism_problem(suite, clean, again)
@@ -382,7 +373,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     mutation = mutations.get(probe_id)
     settings = read_suite_settings(suite.root)
     system_dir = system_dir_of(suite.root)  # its own, or a sibling's (system-from): named system/ either way
-    implementation_digest = tree_digest(system_dir)
+    implementation_digest = system_digest(suite.root, system_dir)  # tree_digest's when no links
     commit_members = {
         f"{name}/{p.relative_to(base).as_posix()}": digest_bytes(p.read_bytes())
         # fixtures/ itself must not be a link either: it would digest (and stage) whatever it points at

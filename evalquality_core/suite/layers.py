@@ -21,6 +21,17 @@ such a folder is a *layer*:
   entry changes a ctime, which the target cannot set back. A changed generation is *tainted*: renamed
   away and removed, so the leg that saw it (and every concurrent leg linked to it, whose own check then
   finds it gone) ends in a ``digest-mismatch`` fault, never cached, and the next leg builds a fresh one.
+* **A mutation inside a layer** (``mutations/`` or a generated mutant whose target lies in a layer) never
+  touches the shared copy: the mutated layer has its own content digest, so it is stored as a layer of its
+  own (``acquire(..., edit=...)``: the layer copied once, the one file replaced) and shared by every leg
+  of that mutant.
+* **In use, and pruning.** A process that stages from a digest folder holds a shared ``flock`` on its
+  ``.lock`` file until it exits (released by the kernel even on ``kill -9``) and touches that file's
+  mtime on every use. :func:`prune` removes a digest folder only when its last use is older than the
+  cut-off AND it can take that lock exclusively (no living process has staged from it); it renames the
+  folder to ``.pruning-<id>`` first (atomic), so a crash mid-prune leaves a name no run ever reads, and
+  the next prune removes it. A process that locked a folder in the instant it was renamed away sees the
+  path no longer holds its lock file and starts over with a fresh folder.
 
 This module touches files (it is an adapter beside :mod:`evalquality_core.suite.staging`); the flows give
 it the store folder.
@@ -28,10 +39,12 @@ it the store folder.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import posixpath
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,15 +52,20 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical.digest import digest_bytes, digest_directory
+from evalquality_core.suite.home import layers_dir
 from evalquality_core.suite.load import StagingError, stays_inside
 
 __all__ = [
     "AUTO_LAYERS",
+    "LOCK_FILE",
     "LayerHandle",
     "LayerStore",
+    "PruneReport",
     "confined",
+    "default_store",
     "layer_members",
     "layer_paths",
+    "prune",
     "signature",
     "source_layer_members",
     "tree_members",
@@ -59,6 +77,10 @@ AUTO_LAYERS: tuple[str, ...] = ("node_modules",)
 _MAX_HOPS = 40
 #: What a symlink's member digest hashes before its text, so a link and a file never digest alike.
 _LINK_TAG = b"eval-quality/symlink/v1\x00"
+#: The in-use lock (and last-use stamp, its mtime) of one digest folder of the store.
+LOCK_FILE = ".lock"
+#: Where a digest folder goes while it is pruned: a name no run ever looks up.
+_PRUNING = ".pruning-"
 
 
 def _refuse_link(path: Path, why: str = "") -> StagingError:
@@ -217,6 +239,7 @@ class LayerStore:
 
     _guard = threading.Lock()
     _verified: dict[Path, LayerHandle] = {}  # shared by every store of this process: digest folder → handle
+    _pins: dict[Path, int] = {}  # digest folder → the fd holding its shared in-use lock (until exit)
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -229,6 +252,37 @@ class LayerStore:
         except OSError:
             return  # already taken away by another leg
         shutil.rmtree(away, ignore_errors=True)
+
+    def _pin(self, home: Path) -> None:
+        """Hold a shared in-use lock on ``home`` for this process's life and stamp its last use (called
+        under ``_guard``). A folder pruned between the open and the lock is made afresh."""
+        lock = home / LOCK_FILE
+        while True:
+            known = self._pins.get(home)
+            if known is not None:
+                try:
+                    if os.stat(lock).st_ino == os.fstat(known).st_ino:
+                        os.utime(lock)
+                        return
+                except OSError:
+                    pass
+                os.close(known)  # pruned while we held it?  Cannot be (prune needs it exclusively); be safe.
+                del self._pins[home]
+            home.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:
+                continue  # renamed away by a prune in between: make it again
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits while a prune holds it exclusively
+            try:
+                same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+            except OSError:
+                same = False
+            if same:
+                self._pins[home] = fd
+                os.utime(lock)
+                return
+            os.close(fd)  # the folder was pruned while we waited: start over
 
     def intact(self, handle: LayerHandle) -> bool:
         """Whether ``handle``'s generation is still exactly as verified (cheap: one lstat per entry)."""
@@ -260,11 +314,15 @@ class LayerStore:
             return None
         return LayerHandle(relative, digest, folder, members, after)
 
-    def acquire(self, source: Path, relative: str, digest: str) -> LayerHandle:
+    def acquire(self, source: Path, relative: str, digest: str, edit: tuple[str, bytes] | None = None) -> LayerHandle:
         """A verified generation of the layer ``source`` (system path ``relative``) whose content digest is
-        ``digest``: this process's, checked again; else a stored one, re-digested; else a new copy."""
+        ``digest``: this process's, checked again; else a stored one, re-digested; else a new copy.
+
+        ``edit`` (a '/' path inside the layer, its new bytes): the layer as a mutation leaves it; ``digest``
+        is then the mutated layer's, so it is stored apart from the clean one (which is never written)."""
         home = self.root / digest.replace(":", "-")
         with self._guard:
+            self._pin(home)
             known = self._verified.get(home)
             if known is not None:
                 if self.intact(known):
@@ -272,7 +330,6 @@ class LayerStore:
                 del self._verified[home]
                 if known.folder.exists():
                     self._taint(known.folder.parent)
-            home.mkdir(parents=True, exist_ok=True)
             for generation in sorted(home.glob("gen-*")):
                 handle = self._verify(generation, relative, digest)
                 if handle is not None:
@@ -281,7 +338,13 @@ class LayerStore:
                 self._taint(generation)
             building = home / f"building-{uuid.uuid4().hex[:12]}"
             try:
-                shutil.copytree(source, building / posixpath.basename(relative), symlinks=True)
+                copy = building / posixpath.basename(relative)
+                shutil.copytree(source, copy, symlinks=True)
+                if edit is not None:
+                    target = copy.joinpath(*edit[0].split("/"))
+                    if target.is_symlink() or not target.is_file():
+                        raise StagingError(f"{source / edit[0]}: a mutation's target must be a plain file of the layer")
+                    target.write_bytes(edit[1])
                 generation = home / f"gen-{uuid.uuid4().hex[:12]}"
                 building.rename(generation)
             finally:
@@ -292,3 +355,86 @@ class LayerStore:
                 raise StagingError(f"{source}: the layer changed while it was stored; stage again")
             self._verified[home] = handle
             return handle
+
+
+def default_store() -> LayerStore:
+    """The store of the eval-quality home (``<home>/layers``, evalquality_core/suite/home.py): what every
+    staging path of the CLI and the flows links layers from."""
+    return LayerStore(layers_dir())
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What :func:`prune` did: digest folders removed (and their bytes), kept because a living process
+    holds them, kept because used within the cut-off; crash leftovers removed."""
+
+    removed: tuple[str, ...]
+    freed_bytes: int
+    in_use: tuple[str, ...]
+    recent: tuple[str, ...]
+    leftovers: int
+
+    def line(self, days: float) -> str:
+        """The one summary line ``eval-quality layers prune`` prints."""
+        return (f"removed {len(self.removed)} layer(s) unused for {days:g} day(s) ({self.freed_bytes / 1e6:.1f} MB); "
+                f"kept {len(self.in_use)} in use and {len(self.recent)} used more recently"
+                + (f"; cleared {self.leftovers} leftover(s) of an interrupted prune" if self.leftovers else ""))
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for base, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(base, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def prune(root: Path, older_than_s: float, *, now: float | None = None) -> PruneReport:
+    """Remove the digest folders of the store at ``root`` last used more than ``older_than_s`` seconds
+    ago and held by no living process (module docstring: **In use, and pruning**). A missing store is
+    empty. The last use is the lock file's mtime (the folder's when it has none: an older store)."""
+    root = Path(root)
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    in_use: list[str] = []
+    recent: list[str] = []
+    freed = leftovers = 0
+    if not root.is_dir():
+        return PruneReport((), 0, (), (), 0)
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(_PRUNING):  # a crash mid-prune: never read by a run, finish it
+            shutil.rmtree(child, ignore_errors=True)
+            leftovers += 1
+            continue
+        if child.is_symlink() or not child.is_dir():
+            continue
+        lock = child / LOCK_FILE
+        try:
+            last = (lock if lock.exists() else child).stat().st_mtime
+        except OSError:
+            continue
+        if now - last <= older_than_s:
+            recent.append(child.name)
+            continue
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                in_use.append(child.name)
+                continue
+            away = root / f"{_PRUNING}{uuid.uuid4().hex[:12]}"
+            child.rename(away)  # atomic: from here no run finds it under its digest
+        finally:
+            os.close(fd)
+        size = _size(away)
+        shutil.rmtree(away, ignore_errors=True)
+        removed.append(child.name)
+        freed += size
+    return PruneReport(tuple(removed), freed, tuple(in_use), tuple(recent), leftovers)

@@ -26,7 +26,7 @@ from typing import Any
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.suite.evaluator import run_plan
 from evalquality_core.suite.load import Suite, adapter_for
-from evalquality_core.suite.staging import stage_workspace
+from evalquality_core.suite.staging import default_store, layers_intact, stage_workspace
 
 _WRAPPER = '''#!{python}
 # eval-quality line-coverage wrapper (evalquality_core/suite/line_coverage.py): runs the system's
@@ -115,11 +115,12 @@ def record_coverage(
             adapter = adapter_for(suite, {"python": str(wrapper)}, budget_scale=COVERAGE_BUDGET_SCALE)
             workspace_dir = Path(tempfile.mkdtemp(prefix="eq-coverage-ws-", dir=scratch))
             try:
-                staged = stage_workspace(suite.root, workspace_dir / "ws")
+                staged = stage_workspace(suite.root, workspace_dir / "ws", layers=default_store())
                 if request is None:
                     run_plan(suite, staged.root, adapter)
                 else:
                     as_wire(adapter.probe(dict(request), workdir=staged.root))
+                layers_intact(staged)  # a changed layer: this leg's trace is not trusted
             except Exception:  # noqa: BLE001 — a leg that cannot run traced is run for every mutant
                 return run_id, None
             finally:

@@ -29,7 +29,8 @@ from evalquality_core.suite.load import (
     system_dir_of,
     tree_digest,
 )
-from evalquality_core.suite.staging import refuse_links
+from evalquality_core.suite.staging import layer_paths, refuse_links_outside_layers
+from evalquality_core.suite.staging import system_members as staged_members
 
 #: Where generated mutants live in a suite folder.
 MUTANTS_DIR = "mutants"
@@ -37,13 +38,18 @@ MANIFEST = "generated.json"
 
 
 def system_sources(suite: str | Path) -> dict[str, str]:
-    """Every Python source of the suite's ``system/`` as ``system/<relative path>`` → text."""
+    """Every Python source of the suite's ``system/`` outside its dependency layers (``node_modules/``,
+    ``layers = [...]``: dependencies, not the system's own code) as ``system/<relative path>`` → text.
+    Links are refused as staging refuses them (one confined to its layer is kept)."""
     root = system_dir_of(suite)  # its own system/, or a sibling's (system-from)
     if not root.is_dir():
         raise StagingError(f"{root}: the suite has no system/ folder")
-    refuse_links(root)
+    layers = refuse_links_outside_layers(suite)
     sources = {}
     for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if any(relative.startswith(layer + "/") for layer in layers):
+            continue
         try:
             sources["system/" + path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -130,9 +136,12 @@ def load_generated(suite: str | Path) -> list[dict[str, Any]]:
 
 
 def system_members(suite: str | Path) -> dict[str, str]:
-    """The clean system's members as :func:`tree_digest` digests them: relative path → raw-bytes digest."""
+    """The clean system's members as staging digests them (relative path → raw-bytes digest; a link
+    confined to its layer digested as a link): :func:`tree_digest`'s for a system without links."""
+    from evalquality_core.suite.load import read_suite_settings
+
     root = system_dir_of(suite)
-    return {p.relative_to(root).as_posix(): digest_bytes(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+    return staged_members(root, layer_paths(root, read_suite_settings(suite), suite_dir(suite) / "suite.toml"))
 
 
 def mutant_staged_digest(members: dict[str, str], work_digest: str, mutant: GeneratedMutant) -> str:
@@ -172,9 +181,10 @@ def qualify_derived(suite: str | Path, probe: dict[str, Any], mutation: dict[str
     scratch = Path(tempfile.mkdtemp(prefix="eq-derive-"))
     try:
         copy = scratch / source.name
-        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("trials", "evidence", MUTANTS_DIR))
+        # Links copied as links: the copy's staging keeps those confined to a layer and refuses any other.
+        shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns("trials", "evidence", MUTANTS_DIR))
         if not (copy / "system").exists():  # system-from: the copy holds the sibling's system itself
-            shutil.copytree(system_dir_of(source), copy / "system")
+            shutil.copytree(system_dir_of(source), copy / "system", symlinks=True)
             settings = copy / "suite.toml"
             settings.write_text("".join(line for line in settings.read_text(encoding="utf-8").splitlines(keepends=True)
                                         if not line.lstrip().startswith("system-from")), encoding="utf-8")

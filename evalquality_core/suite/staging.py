@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.canonical.digest import digest_bytes, digest_directory
+from evalquality_core.faults import RuntimeFault
 from evalquality_core.suite.layers import (
     LayerHandle,
     LayerStore,
+    default_store,
     layer_members,
     layer_paths,
     source_layer_members,
@@ -48,11 +50,17 @@ __all__ = [
     "StagedWorkspace",
     "StagingError",
     "check_layers",
+    "default_store",
     "fault_leg_ids",
+    "layer_paths",
+    "layers_intact",
+    "refuse_links_outside_layers",
     "mutation_for_leg",
     "stage_for_leg",
     "stage_workspace",
     "staged_digests",
+    "system_members",
+    "system_digest",
     "tree_digest",
 ]
 
@@ -78,6 +86,14 @@ def check_layers(staged: Any) -> list[str]:
     if not isinstance(staged, StagedWorkspace) or staged.store is None:
         return []
     return [problem for problem in (staged.store.check(handle) for handle in staged.layers) if problem]
+
+
+def layers_intact(staged: Any) -> None:
+    """After a leg ran in ``staged``: raise a ``digest-mismatch`` :class:`RuntimeFault` (the leg's answer
+    is not trusted, never cached) when a linked layer changed under it (:func:`check_layers`)."""
+    changed = check_layers(staged)
+    if changed:
+        raise RuntimeFault("digest-mismatch", "StagedWorkspace.layers", "; ".join(changed))
 
 
 def fault_leg_ids(probe: dict[str, Any]) -> set[str]:
@@ -112,8 +128,45 @@ def refuse_links(directory: Path) -> None:
             raise StagingError(f"{path}: a symlink; a suite's system and fixtures must be plain files and folders")
 
 
+def refuse_links_outside_layers(suite: str | Path, system: Path | None = None) -> list[str]:
+    """The suite's layers ('/' paths under system/) after checking its system (``system``, else its own):
+    a symlink outside a layer, or one in a layer leaving it, refused on one line as staging refuses it."""
+    source = suite_dir(suite)
+    system = system or system_dir_of(source)
+    paths = layer_paths(system, read_suite_settings(source), source / "suite.toml")
+    system_members(system, paths)
+    return paths
+
+
+def system_digest(suite: str | Path, system: Path) -> str:
+    """The digest :func:`stage_workspace` records for ``system`` (a copy of the suite's system, e.g. the
+    generator's disposable one) staged clean: ``tree_digest``'s for a system without links, each layer's
+    confined links digested as links."""
+    source = suite_dir(suite)
+    paths = layer_paths(system, read_suite_settings(source), source / "suite.toml")
+    return _digest_of(system_members(system, paths, remember=False), system)
+
+
 def _inside_layer(relative: str, layers: Iterable[str]) -> bool:
     return any(relative == layer or relative.startswith(layer + "/") for layer in layers)
+
+
+def _mutated_layer_file(mutation: Mutation, system: Path, layers: list[str], members: dict[str, str]) -> tuple[str, bytes] | None:
+    """For a mutation whose target lies in a layer: (its path under system/, the mutated bytes); None
+    for a target outside every layer. The target must be a plain file (no link on the way: a link's
+    target would be edited through it)."""
+    relative = Path(mutation.target).relative_to("system").as_posix()
+    if not _inside_layer(relative, layers):
+        return None
+    path = system
+    for part in relative.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise StagingError(f"{mutation.source_path}: target {mutation.target} passes through a symlink ({path})")
+    if relative not in members or not path.is_file():
+        raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
+    # read_text/encode as the copied path's read_text/write_text do (universal newlines)
+    return relative, mutation.apply(path.read_text(encoding="utf-8")).encode("utf-8")
 
 
 def system_members(system: Path, layers: list[str], *, remember: bool = True) -> dict[str, str]:
@@ -177,6 +230,7 @@ def stage_workspace(
         raise StagingError(f"{system}: the system to stage is not a directory")
     paths = layer_paths(system, settings, source / "suite.toml")
     members = system_members(system, paths)  # refuses a link outside a layer, or leaving its layer
+    edited = None if mutation is None else _mutated_layer_file(mutation, system, paths, members)
     # Links are copied as links: only confined links inside layers are left after the check above.
     shutil.copytree(
         system, system_dir, symlinks=True,
@@ -187,17 +241,19 @@ def stage_workspace(
     if layers is not None:
         for relative in paths:
             prefix = relative + "/"
-            digest = digest_directory({path: value for path, value in members.items() if path.startswith(prefix)})
-            handle = layers.acquire(system / relative, relative, digest)
+            mine = {path: value for path, value in members.items() if path.startswith(prefix)}
+            edit = None
+            if edited is not None and edited[0].startswith(prefix):
+                # A mutation in this layer: its own digest, so its own stored copy (the clean one untouched).
+                mine[edited[0]] = digest_bytes(edited[1])
+                edit = (edited[0].removeprefix(prefix), edited[1])
+            handle = layers.acquire(system / relative, relative, digest_directory(mine), edit)
             handles.append(handle)
             (system_dir / relative).parent.mkdir(parents=True, exist_ok=True)
             os.symlink(handle.folder, system_dir / relative, target_is_directory=True)
-    if mutation is not None:
-        inside = Path(mutation.target).relative_to("system").as_posix()
-        if _inside_layer(inside, paths):
-            raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
+    if mutation is not None and not (layers is not None and edited is not None):
         target = destination / mutation.target
-        if not target.is_file():
+        if target.is_symlink() or not target.is_file():
             raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
         target.write_text(mutation.apply(target.read_text(encoding="utf-8")), encoding="utf-8")
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -281,8 +337,8 @@ def staged_digests(
             relative = Path(mutation.target).relative_to("system").as_posix()
             target = system / relative
             if _inside_layer(relative, paths):
-                raise StagingError(f"{mutation.source_path}: target {mutation.target} lies in a read-only dependency layer")
-            if relative not in clean or not target.is_file():
+                _mutated_layer_file(mutation, system, paths, clean)  # the same refusals as staging's
+            if relative not in clean or target.is_symlink() or not target.is_file():
                 raise StagingError(f"{mutation.source_path}: target {mutation.target} is not a file of the system")
             # read_text/encode as stage_workspace's read_text/write_text do (universal newlines)
             members = {**clean, relative: digest_bytes(mutation.apply(target.read_text(encoding="utf-8")).encode("utf-8"))}

@@ -181,14 +181,41 @@ def test_a_stored_generation_changed_by_another_process_is_re_digested_before_us
     assert (second.system_dir / "node_modules" / "dep" / "index.js").read_text() == ORIGINAL
 
 
-def test_a_mutation_of_a_file_in_a_layer_is_refused(tmp_path: Path) -> None:
+def test_a_mutation_of_a_file_in_a_layer_gets_its_own_layer_and_never_touches_the_shared_one(tmp_path: Path) -> None:
     suite = layered_suite(tmp_path / "suites")
     base = load_mutations(suite)["P-001"]
-    inside = type(base)(**{**base.__dict__, "target": "system/node_modules/dep/index.js"})
-    with pytest.raises(StagingError, match="lies in a read-only dependency layer"):
-        stage_workspace(suite, tmp_path / "ws", inside, layers=store_of(tmp_path))
-    with pytest.raises(StagingError, match="lies in a read-only dependency layer"):
-        staged_digests(suite, [inside])
+    inside = type(base)(**{**base.__dict__, "target": "system/node_modules/dep/index.js",
+                           "find": "'original'", "replace": "'mutated'"})
+    store = store_of(tmp_path)
+    clean = stage_workspace(suite, tmp_path / "clean", layers=store)
+    mutated = stage_workspace(suite, tmp_path / "mutated", inside, layers=store)
+    again = stage_workspace(suite, tmp_path / "again", inside, layers=store)
+    # The mutant's layer is a stored layer of its own (its own digest), shared by the mutant's legs...
+    assert mutated.layers[0].digest != clean.layers[0].digest
+    assert mutated.layers[0].folder == again.layers[0].folder != clean.layers[0].folder
+    assert (mutated.system_dir / "node_modules" / "dep" / "index.js").read_text() == "module.exports = 'mutated';\n"
+    # ...and the clean layer, the suite's own file and a later clean leg are untouched.
+    assert (clean.system_dir / "node_modules" / "dep" / "index.js").read_text() == ORIGINAL
+    assert (suite / "system" / "node_modules" / "dep" / "index.js").read_text() == ORIGINAL
+    assert check_layers(clean) == [] and check_layers(mutated) == []
+    later = stage_workspace(suite, tmp_path / "later", layers=store)
+    assert later.layers[0].folder == clean.layers[0].folder
+    # The digest is the content's: linked, copied and planned without staging agree; not the clean one.
+    copied = stage_workspace(suite, tmp_path / "copied", inside)
+    assert (copied.system_dir / "node_modules" / "dep" / "index.js").read_text() == "module.exports = 'mutated';\n"
+    assert mutated.system_digest == copied.system_digest == staged_digests(suite, [inside])[inside.mutation_id][0]
+    assert mutated.system_digest != clean.system_digest
+
+
+def test_a_mutation_through_a_link_in_a_layer_is_refused_on_one_line(tmp_path: Path) -> None:
+    suite = layered_suite(tmp_path / "suites")
+    base = load_mutations(suite)["P-001"]
+    through = type(base)(**{**base.__dict__, "target": "system/node_modules/.bin/tool", "find": "tool", "replace": "x"})
+    with pytest.raises(StagingError, match=r"target system/node_modules/\.bin/tool passes through a symlink") as refused:
+        stage_workspace(suite, tmp_path / "ws", through, layers=store_of(tmp_path))
+    assert "\n" not in str(refused.value)
+    with pytest.raises(StagingError, match="passes through a symlink"):
+        staged_digests(suite, [through])
 
 
 def store_of(tmp_path: Path) -> LayerStore:
