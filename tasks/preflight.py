@@ -293,9 +293,9 @@ def leg_state(answer: LegAnswer) -> State:
 
 
 #: The plan and reduce stages' own code version: bumped when what they compute changes (v2: every
-#: manifestation witness gets a clean twin leg), so a stored plan or verdict of the old rule stops
+#: manifestation witness gets a clean twin leg; then multi-call legs), so a stored plan or verdict of the old rule stops
 #: answering without touching the leg cache (``CODE_VERSION`` enters every leg key; legs did not change).
-PREFLIGHT_STAGE_VERSION = f"{CODE_VERSION}-witness-clean-twin"
+PREFLIGHT_STAGE_VERSION = f"{CODE_VERSION}-witness-clean-twin-multi-call"
 _PLAN_INPUTS = ("contract", "probes", "run_id")
 _REDUCE_INPUTS = ("plan", "observations")
 

@@ -18,8 +18,9 @@ Multi-call legs (``plan.py``): the leg's observation carries its calls' observat
 call order; each becomes evidence keyed by its call id (``sequence`` 2, 3, …), bound beside the leg's own
 wherever the leg's evidence is bound. Where a witness relation is resolved over *another* leg's answers
 (a clean leg of ``seeded-faults-scoped``), that leg's own call is bound under the witness's leg id and its
-i-th call under the witness's i-th call id; a call the clean leg does not have is unbound
-(``insufficient-evidence``, which never fires the witness). Calls' projections enter the fixture digest as
+i-th call under the witness's i-th call id when both call the same operation; a clean leg left without
+all of the witness's calls bound has nothing to contradict (it is never resolved: an unbound call under
+``not`` would read as an answer). The clean twin makes the witness's own calls, so it is always judged. Calls' projections enter the fixture digest as
 ``<leg>/<call>``.
 """
 
@@ -108,14 +109,21 @@ class LegState:
     #: A multi-call leg's calls, in call order: (call id, projection, evidence).
     calls: tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...] = ()
 
-    def bound(self, as_leg: str | None = None, call_ids: Sequence[str] | None = None) -> dict[str, Mapping[str, Any]]:
+    def bound(
+        self, as_leg: str | None = None, as_calls: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Mapping[str, Any]]:
         """This leg's evidence as a relation binds it: its own under ``as_leg`` (default its id), each call
-        under its own id, or positionally under ``call_ids`` (module docstring). Empty without evidence."""
+        under its own id; or, with ``as_calls`` (another leg's calls), its i-th call under the i-th of those
+        ids when both call the same operation (module docstring). Empty without evidence."""
         if self.evidence is None:
             return {}
-        names = [call_id for call_id, _, _ in self.calls] if call_ids is None else list(call_ids)
         bound: dict[str, Mapping[str, Any]] = {as_leg or self.leg.leg_id: self.evidence}
-        bound.update({name: call[2] for name, call in zip(names, self.calls, strict=False)})
+        if as_calls is None:
+            bound.update({call_id: evidence for call_id, _, evidence in self.calls})
+            return bound
+        for wanted, (_, _, evidence) in zip(as_calls, self.calls, strict=False):
+            if (wanted["interfaceId"], wanted["operationId"]) == (evidence["interfaceId"], evidence["operationId"]):
+                bound[wanted["callId"]] = evidence
         return bound
 
 
@@ -316,7 +324,7 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
     assert check.witness is not None and check.operation is not None
     ids = (check.interface_id, check.operation_id)
     defect, witness_leg = check.defect_id, check.witness["legId"]
-    witness_calls = [call["callId"] for call in check.witness.get("calls") or []]
+    witness_calls = list(check.witness.get("calls") or [])
     fault = states[witness_leg]
     twin_id = check.clean_twin_leg_id
     if twin_id is not None:
@@ -343,7 +351,12 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
         if state.evidence is None:
             continue  # nothing to contradict
         # The relation addresses /interactions/<witness.legId>/…, so the clean evidence sits under that key.
-        if resolve(check.witness["relation"], state.bound(witness_leg, witness_calls), check.operation, plan) == "true":
+        bound = state.bound(witness_leg, witness_calls)
+        if len(bound) < 1 + len(witness_calls):
+            # A clean leg that did not make the witness's calls cannot show the relation (an unbound call
+            # is not an answer: under ``not`` it would read as one): nothing to contradict.
+            continue
+        if resolve(check.witness["relation"], bound, check.operation, plan) == "true":
             return CheckResult("failed", NOTES["scoped-fires-clean"].format(defect=defect, leg=state.leg.leg_id), *ids)
     return CheckResult("satisfied", defect, *ids)
 
