@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from evalquality_core.adapters import http_service
 from evalquality_core.adapters.http_service import ServiceAdapter
 from evalquality_core.adapters.leg_calls import probe_leg
-from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
+from evalquality_core.adapters.mcp_stdio import McpStdioAdapter, run_mcp_session
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.staging import stage_workspace
 from tests.integration.npm_suites import json_server_suite, memory_server_suite
@@ -60,7 +61,19 @@ def _api(probe_id: str, operation: str, method: str, path_template: str, post_id
                          "body": {"kind": "absent"} if body is None else {"kind": "json", "value": body}}}
 
 
-def test_one_http_leg_is_one_server_answering_its_calls_in_order(json_server_modules: Path, tmp_path: Path) -> None:
+def test_one_http_leg_is_one_server_answering_its_calls_in_order(
+    json_server_modules: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # json-server writes its db.json back, so a state seen across calls alone would not prove one server:
+    # count the real service starts too (a spy: the real start runs).
+    starts: list[str] = []
+    real_start = http_service.running_service
+
+    def counted(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        starts.append("start")
+        return real_start(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(http_service, "running_service", counted)
     suite = json_server_suite(tmp_path / "suites", json_server_modules)
     workspace = tmp_path / "leg"
     stage_workspace(suite, workspace)
@@ -73,6 +86,7 @@ def test_one_http_leg_is_one_server_answering_its_calls_in_order(json_server_mod
     # The same server answered the read: the post the DELETE removed is gone, the other one is not.
     assert [(call["probeId"], call["status"]) for call in observed["calls"]] == [("read-back", 404), ("read-other", 200)]
     assert observed["calls"][1]["body"]["value"] == {"id": 2, "title": "world"}
+    assert starts == ["start"]
 
 
 def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_modules: Path, tmp_path: Path) -> None:
@@ -80,7 +94,14 @@ def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_modules:
     workspace = tmp_path / "leg"
     stage_workspace(suite, workspace)
     registry = parse_targets((suite / "targets.toml").read_text(), "targets.toml")
-    adapter = McpStdioAdapter(registry.to_mcp_policy({}), workdir=workspace)
+    # server-memory reloads its file on every call, so count the real sessions too (a spy around the real one).
+    sessions: list[str] = []
+
+    def counted(spec, abort):  # type: ignore[no-untyped-def]
+        sessions.append(spec.tool_name)
+        return run_mcp_session(spec, abort)
+
+    adapter = McpStdioAdapter(registry.to_mcp_policy({}), workdir=workspace, mechanism=counted)
 
     def tool(probe_id: str, name: str, arguments: dict) -> dict:
         return {"kind": "mcp", "probeId": probe_id, "interfaceId": "memory", "operationId": name.replace("_", "-"),
@@ -92,6 +113,7 @@ def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_modules:
     [read] = observed["calls"]
     assert read["probeId"] == "read-back" and read["isError"] is False
     assert [e["name"] for e in read["result"]["value"]["entities"]] == ["Ada"]
+    assert sessions == ["create_entities"]  # one session (one initialize) made both calls
 
 
 def _preflight(suites: Path, tmp_path: Path, expected: dict[str, dict]) -> tuple[subprocess.CompletedProcess[str], Path]:
