@@ -26,6 +26,7 @@ from evalquality_core.adapters import http_service
 from evalquality_core.adapters.http_service import ServiceAdapter
 from evalquality_core.adapters.leg_calls import probe_leg
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter, run_mcp_session
+from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.staging import stage_workspace
 from tests.integration.npm_suites import json_server_suite, memory_server_suite
@@ -114,6 +115,12 @@ def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_modules:
     assert read["probeId"] == "read-back" and read["isError"] is False
     assert [e["name"] for e in read["result"]["value"]["entities"]] == ["Ada"]
     assert sessions == ["create_entities"]  # one session (one initialize) made both calls
+    # Every call is admitted before the session starts: a tool the registry does not list faults the leg
+    # and no server is started for it.
+    with pytest.raises(RuntimeFault) as refused:
+        probe_leg(adapter, {**tool("create-2", "create_entities", entity), "calls": [tool("wipe", "delete_entities", {"entityNames": ["Ada"]})]})
+    assert refused.value.code == "forbidden-target"
+    assert sessions == ["create_entities"]
 
 
 def _preflight(suites: Path, tmp_path: Path, expected: dict[str, dict]) -> tuple[subprocess.CompletedProcess[str], Path]:
