@@ -37,6 +37,10 @@ def invoke_port(port: ProbePortLike, request_wire: Any) -> Any:
     through unchanged; anything else the port raises is ``port-failure``; an answer failing its schema is
     ``port-contract-violation``.
     """
+    wire = as_wire(request_wire)
+    calls = wire.get("calls") if isinstance(wire, dict) else None
+    if calls:
+        return _invoke_leg_calls(port, wire)
     request = read_probe_request(request_wire, "ProbeRequest")
     try:
         answer = port.probe(request)
@@ -45,6 +49,27 @@ def invoke_port(port: ProbePortLike, request_wire: Any) -> Any:
     except Exception as exc:  # the port's own failure, whatever it is, is a port failure (§3.3)
         raise RuntimeFault("port-failure", "ProbeObservation", f"the probe port raised {type(exc).__name__}: {exc}") from exc
     return read_probe_observation(as_wire(answer), "ProbeObservation", code="port-contract-violation")
+
+
+def _invoke_leg_calls(port: ProbePortLike, wire: dict[str, Any]) -> dict[str, Any]:
+    """``invoke_port`` for a multi-call leg (adapters/leg_calls.py): every request parsed, the whole leg
+    (wire, with ``calls``) handed to the port once, and its answer and each call's answer parsed."""
+    own = {key: value for key, value in wire.items() if key != "calls"}
+    read_probe_request(own, "ProbeRequest")
+    for index, call in enumerate(wire["calls"]):
+        read_probe_request(call, f"ProbeRequest.calls[{index}]")
+    try:
+        answer = as_wire(port.probe(wire))
+    except RuntimeFault:
+        raise
+    except Exception as exc:  # the port's own failure, whatever it is, is a port failure (§3.3)
+        raise RuntimeFault("port-failure", "ProbeObservation", f"the probe port raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(answer, dict) or not isinstance(answer.get("calls"), list):
+        raise RuntimeFault("port-contract-violation", "ProbeObservation", "the port answered a multi-call leg without its calls")
+    read_probe_observation({k: v for k, v in answer.items() if k != "calls"}, "ProbeObservation", code="port-contract-violation")
+    for index, call in enumerate(answer["calls"]):
+        read_probe_observation(call, f"ProbeObservation.calls[{index}]", code="port-contract-violation")
+    return answer
 
 
 def read_preflight_inputs(contract: Any, probes: Sequence[Any]) -> tuple[Any, list[Any]]:

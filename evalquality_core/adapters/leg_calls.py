@@ -9,6 +9,7 @@ calls run one after another in the same workspace, which is what a leg shares fo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,18 +26,22 @@ def split_calls(request: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[s
     return own, [dict(call) for call in request.get(CALLS_KEY) or []]
 
 
-def probe_leg(adapter: Any, request: Mapping[str, Any], *, abort: AbortSignal | None = None) -> dict[str, Any]:
-    """Answer one leg through ``adapter``: its wire observation, with ``calls`` when it made further calls.
+def probe_leg(
+    adapter: Any, request: Mapping[str, Any], *, abort: AbortSignal | None = None, workdir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """Answer one leg through ``adapter`` (in ``workdir`` when given, else the adapter's): its wire
+    observation, with ``calls`` when it made further calls.
 
     A fault of any call is the leg's fault (nothing of a half-answered leg is kept)."""
+    where = {} if workdir is None else {"workdir": workdir}
     own, calls = split_calls(request)
     if not calls:
-        return observation_to_wire(adapter.probe(own, abort=abort))
+        return observation_to_wire(adapter.probe(own, abort=abort, **where))
     probe_calls = getattr(adapter, "probe_calls", None)
     if probe_calls is not None:
-        observations = probe_calls([own, *calls], abort=abort)
+        observations = probe_calls([own, *calls], abort=abort, **where)
     else:
-        observations = [adapter.probe(one, abort=abort) for one in (own, *calls)]
+        observations = [adapter.probe(one, abort=abort, **where) for one in (own, *calls)]
     wire = observation_to_wire(observations[0])
     wire[CALLS_KEY] = [observation_to_wire(observation) for observation in observations[1:]]
     return wire
