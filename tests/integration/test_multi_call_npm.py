@@ -174,3 +174,17 @@ def test_server_memory_silent_create_is_caught_by_read_graph_in_the_same_session
     assert checks[("seeded-faults-scoped", "create-entities")] == ("satisfied", "D-001")
     assert checks[("input-sensitivity", "create-entities")] == ("satisfied", None)
     assert checks[("input-sensitivity", "read-graph")][0] == "exempt"
+
+
+def test_the_suite_cli_stores_a_passing_preflight_for_the_no_op_delete(json_server_modules: Path, tmp_path: Path) -> None:
+    """``eval-quality suite trials`` (the real CLI, a child process) runs the same multi-call pre-flight:
+    its stored verdict for the no-op DELETE passes with the fault fired and scoped."""
+    suite = json_server_suite(tmp_path / "suites", json_server_modules)
+    result = subprocess.run(
+        [sys.executable, "-m", "evalquality_core", "suite", "trials", str(suite), "--trials", "1", "--probe", "P-002", "--jobs", "1"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    checks = _checks(suite / "trials" / "P-002" / "preflight-verdict.json")
+    assert checks[("seeded-fault-fired", "delete-post")] == ("satisfied", "D-002")
+    assert checks[("seeded-faults-scoped", "delete-post")] == ("satisfied", "D-002")
