@@ -143,16 +143,27 @@ def preflight_from_observations(
 ) -> Any:
     """Pre-flight over observations gathered elsewhere (§2.6): plan, match answers by probe id, reduce."""
     contract, probes = read_preflight_inputs(contract, probes)
-    parsed = [
-        read_probe_observation(as_wire(observation), f"ProbeObservation[{index}]")
-        for index, observation in enumerate(observations)
-    ]
+    parsed = [_read_leg_observation(as_wire(observation), f"ProbeObservation[{index}]") for index, observation in enumerate(observations)]
     plan = plan_preflight(contract, probes, run_id)
-    answered = {observation.probe_id for observation in parsed}
+    answered = {as_wire(observation)["probeId"] for observation in parsed}
     for leg in plan.legs:
         _emit(sink, run_id, f'leg "{leg.leg_id}": planned')
         _emit(sink, run_id, f'leg "{leg.leg_id}": ' + ("observed" if leg.leg_id in answered else "no observation"))
     return _reduce(plan, parsed, sink)
+
+
+def _read_leg_observation(wire: Any, path: str) -> Any:
+    """A stored observation: the parsed model, or for a multi-call leg (``calls``) its wire JSON once the
+    leg's own observation and each call's have parsed."""
+    if not isinstance(wire, dict) or "calls" not in wire:
+        return read_probe_observation(wire, path)
+    read_probe_observation({k: v for k, v in wire.items() if k != "calls"}, path)
+    calls = wire["calls"]
+    if not isinstance(calls, list):
+        raise RuntimeFault("schema-parse-failure", f"{path}.calls", "a multi-call leg's calls must be a list of observations")
+    for index, call in enumerate(calls):
+        read_probe_observation(call, f"{path}.calls[{index}]")
+    return wire
 
 
 def _reduce(plan: PreflightPlan, observations: Sequence[Any], sink: Sink | None) -> Any:

@@ -38,3 +38,31 @@ def test_a_call_naming_an_undeclared_operation_is_one_line_exit_4(tmp_path: Path
     assert "unreachable-check-evidence" in result.stderr
     assert "permittedInterfaces[0].operations[3].sensitivityWitness.legs[1].calls[0]" in result.stderr
     assert '"list-all"' in result.stderr
+
+
+def test_the_preflight_cli_reduces_stored_multi_call_observations(tmp_path: Path) -> None:
+    """``eval-quality preflight`` (the reference's surface: no clean twins) over stored observations of a
+    multi-call leg: the read-back call decides; exit 0 when the no-op DELETE's read finds the post, 3
+    (pre-flight not passed) when it does not."""
+    from evalquality_core.preflight.plan import plan_preflight
+    from tests.core.preflight.test_multi_call import _suite, delete_observations
+
+    contract, _, noop = _suite()
+    plan = plan_preflight(contract, [noop], "r")
+    (tmp_path / "contract.json").write_text(json.dumps(contract))
+    (tmp_path / "probes.json").write_text(json.dumps([noop]))
+
+    def run(fault_read_status: int) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "observations.json").write_text(json.dumps(delete_observations(plan, fault_read_status, 404)))
+        return subprocess.run(
+            [sys.executable, "-m", "evalquality_core", "preflight", "--contract", str(tmp_path / "contract.json"),
+             "--probes", str(tmp_path / "probes.json"), "--observations", str(tmp_path / "observations.json"), "--run-id", "r"],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )
+
+    caught = run(200)
+    assert caught.returncode == 0, caught.stderr
+    fired = [c for c in json.loads(caught.stdout)["checks"] if c["kind"] == "seeded-fault-fired"]
+    assert fired == [{"kind": "seeded-fault-fired", "interfaceId": "posts", "operationId": "delete-post", "outcome": "satisfied", "note": "D-002"}]
+    missed = run(404)
+    assert missed.returncode == 3 and "Traceback" not in missed.stderr

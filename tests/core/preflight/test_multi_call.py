@@ -63,33 +63,39 @@ def _api(leg: str, operation: str, status: int, body: object) -> dict:
             "headers": {}, "body": {"kind": "json", "value": body}}
 
 
-def test_the_read_back_call_decides_fired_and_scoped() -> None:
-    contract, _, noop = _suite()
-    plan = plan_preflight(contract, [noop], "r", clean_witness_legs=True)
+def delete_observations(plan, fault_read_status: int, twin_read_status: int) -> list[dict]:  # type: ignore[no-untyped-def]
+    """What json-server answers each leg of a P-002 plan (docs/reference/multi-call-legs.md): a DELETE
+    answers {} whatever it did; its read-back call tells (``fault_read_status`` on the fault leg)."""
     answers = {
         "get-post-witness-a": _api("get-post-witness-a", "get-post", 200, {"id": 1, "title": "hello"}),
         "get-post-witness-b": _api("get-post-witness-b", "get-post", 200, {"id": 2, "title": "world"}),
         "patch-post-witness-a": _api("patch-post-witness-a", "patch-post", 200, {"id": 1, "title": "alpha"}),
         "patch-post-witness-b": _api("patch-post-witness-b", "patch-post", 200, {"id": 1, "title": "beta"}),
     }
+    result = []
+    for leg in plan.legs:
+        if leg.leg_id in answers:
+            result.append(answers[leg.leg_id])
+        elif leg.operation_id == "get-post":  # control observe legs
+            result.append(_api(leg.leg_id, "get-post", 200, {"id": 1, "title": "hello"}))
+        else:
+            remaining = [{"id": 2, "title": "world"}] if leg.inputs["path"]["id"] == "1" else [{"id": 1, "title": "hello"}]
+            call = leg.calls[0]
+            if call.operation_id == "list-posts":
+                answer = _api(call.call_id, "list-posts", 200, remaining)
+            else:
+                status = fault_read_status if leg.purpose == "seeded-fault" else twin_read_status
+                answer = _api(call.call_id, "get-post", status, {"id": 1, "title": "hello"} if status == 200 else {})
+            result.append({**_api(leg.leg_id, "delete-post", 200, {}), "calls": [answer]})
+    return result
+
+
+def test_the_read_back_call_decides_fired_and_scoped() -> None:
+    contract, _, noop = _suite()
+    plan = plan_preflight(contract, [noop], "r", clean_witness_legs=True)
 
     def observations(fault_read_status: int, twin_read_status: int) -> list[dict]:
-        result = []
-        for leg in plan.legs:
-            if leg.leg_id in answers:
-                result.append(answers[leg.leg_id])
-            elif leg.operation_id == "get-post":  # control observe legs
-                result.append(_api(leg.leg_id, "get-post", 200, {"id": 1, "title": "hello"}))
-            else:  # a delete leg: {} whatever it did; its call tells
-                remaining = [{"id": 2, "title": "world"}] if leg.inputs["path"]["id"] == "1" else [{"id": 1, "title": "hello"}]
-                call = leg.calls[0]
-                if call.operation_id == "list-posts":
-                    answer = _api(call.call_id, "list-posts", 200, remaining)
-                else:
-                    status = fault_read_status if leg.purpose == "seeded-fault" else twin_read_status
-                    answer = _api(call.call_id, "get-post", status, {"id": 1, "title": "hello"} if status == 200 else {})
-                result.append({**_api(leg.leg_id, "delete-post", 200, {}), "calls": [answer]})
-        return result
+        return delete_observations(plan, fault_read_status, twin_read_status)
 
     def outcome(verdict: dict, kind: str) -> str:
         return next(check["outcome"] for check in verdict["checks"] if check["kind"] == kind)
