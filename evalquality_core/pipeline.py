@@ -37,6 +37,10 @@ def invoke_port(port: ProbePortLike, request_wire: Any) -> Any:
     through unchanged; anything else the port raises is ``port-failure``; an answer failing its schema is
     ``port-contract-violation``.
     """
+    wire = as_wire(request_wire)
+    calls = wire.get("calls") if isinstance(wire, dict) else None
+    if calls:
+        return _invoke_leg_calls(port, wire)
     request = read_probe_request(request_wire, "ProbeRequest")
     try:
         answer = port.probe(request)
@@ -45,6 +49,27 @@ def invoke_port(port: ProbePortLike, request_wire: Any) -> Any:
     except Exception as exc:  # the port's own failure, whatever it is, is a port failure (§3.3)
         raise RuntimeFault("port-failure", "ProbeObservation", f"the probe port raised {type(exc).__name__}: {exc}") from exc
     return read_probe_observation(as_wire(answer), "ProbeObservation", code="port-contract-violation")
+
+
+def _invoke_leg_calls(port: ProbePortLike, wire: dict[str, Any]) -> dict[str, Any]:
+    """``invoke_port`` for a multi-call leg (adapters/leg_calls.py): every request parsed, the whole leg
+    (wire, with ``calls``) handed to the port once, and its answer and each call's answer parsed."""
+    own = {key: value for key, value in wire.items() if key != "calls"}
+    read_probe_request(own, "ProbeRequest")
+    for index, call in enumerate(wire["calls"]):
+        read_probe_request(call, f"ProbeRequest.calls[{index}]")
+    try:
+        answer = as_wire(port.probe(wire))
+    except RuntimeFault:
+        raise
+    except Exception as exc:  # the port's own failure, whatever it is, is a port failure (§3.3)
+        raise RuntimeFault("port-failure", "ProbeObservation", f"the probe port raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(answer, dict) or not isinstance(answer.get("calls"), list):
+        raise RuntimeFault("port-contract-violation", "ProbeObservation", "the port answered a multi-call leg without its calls")
+    read_probe_observation({k: v for k, v in answer.items() if k != "calls"}, "ProbeObservation", code="port-contract-violation")
+    for index, call in enumerate(answer["calls"]):
+        read_probe_observation(call, f"ProbeObservation.calls[{index}]", code="port-contract-violation")
+    return answer
 
 
 def read_preflight_inputs(contract: Any, probes: Sequence[Any]) -> tuple[Any, list[Any]]:
@@ -118,16 +143,27 @@ def preflight_from_observations(
 ) -> Any:
     """Pre-flight over observations gathered elsewhere (§2.6): plan, match answers by probe id, reduce."""
     contract, probes = read_preflight_inputs(contract, probes)
-    parsed = [
-        read_probe_observation(as_wire(observation), f"ProbeObservation[{index}]")
-        for index, observation in enumerate(observations)
-    ]
+    parsed = [_read_leg_observation(as_wire(observation), f"ProbeObservation[{index}]") for index, observation in enumerate(observations)]
     plan = plan_preflight(contract, probes, run_id)
-    answered = {observation.probe_id for observation in parsed}
+    answered = {as_wire(observation)["probeId"] for observation in parsed}
     for leg in plan.legs:
         _emit(sink, run_id, f'leg "{leg.leg_id}": planned')
         _emit(sink, run_id, f'leg "{leg.leg_id}": ' + ("observed" if leg.leg_id in answered else "no observation"))
     return _reduce(plan, parsed, sink)
+
+
+def _read_leg_observation(wire: Any, path: str) -> Any:
+    """A stored observation: the parsed model, or for a multi-call leg (``calls``) its wire JSON once the
+    leg's own observation and each call's have parsed."""
+    if not isinstance(wire, dict) or "calls" not in wire:
+        return read_probe_observation(wire, path)
+    read_probe_observation({k: v for k, v in wire.items() if k != "calls"}, path)
+    calls = wire["calls"]
+    if not isinstance(calls, list):
+        raise RuntimeFault("schema-parse-failure", f"{path}.calls", "a multi-call leg's calls must be a list of observations")
+    for index, call in enumerate(calls):
+        read_probe_observation(call, f"{path}.calls[{index}]")
+    return wire
 
 
 def _reduce(plan: PreflightPlan, observations: Sequence[Any], sink: Sink | None) -> Any:

@@ -235,12 +235,20 @@ def _checked_record(key: str, record: dict[str, Any]) -> dict[str, Any]:
     """The record, once it names its key and holds a valid cli, api or mcp observation."""
     if record.get("key") != key:
         raise EntryRejected("its record names another key")
-    try:
-        observation = read_probe_observation(record.get("observation"))
-    except EvalQualityFault as fault:
-        raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
-    if not isinstance(observation, CliProbeObservation | ApiProbeObservation | McpProbeObservation):
-        raise EntryRejected("its observation is not a cli, api or mcp observation")
+    stored = record.get("observation")
+    # A multi-call leg's observation carries its calls' under "calls" (evalquality_core/adapters/leg_calls.py):
+    # each must be a valid observation too.
+    calls = stored.get("calls", []) if isinstance(stored, dict) else []
+    own = {k: v for k, v in stored.items() if k != "calls"} if isinstance(stored, dict) else stored
+    if not isinstance(calls, list):
+        raise EntryRejected("its observation's calls are not a list")
+    for one in [own, *calls]:
+        try:
+            observation = read_probe_observation(one)
+        except EvalQualityFault as fault:
+            raise EntryRejected(f"its observation is not a valid ProbeObservation ({fault.detail[:120]})") from None
+        if not isinstance(observation, CliProbeObservation | ApiProbeObservation | McpProbeObservation):
+            raise EntryRejected("its observation is not a cli, api or mcp observation")
     return record
 
 

@@ -38,8 +38,8 @@ from prefect.states import Completed, Failed
 from evalquality_core.adapters.abort import AbortFlag
 from evalquality_core.adapters.command_line import CommandLineAdapter
 from evalquality_core.adapters.http_service import ServiceAdapter
+from evalquality_core.adapters.leg_calls import probe_leg
 from evalquality_core.adapters.mcp_stdio import McpStdioAdapter
-from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault, RuntimeFault
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
@@ -301,9 +301,9 @@ def leg_state(answer: LegAnswer) -> State:
 
 
 #: The plan and reduce stages' own code version: bumped when what they compute changes (v2: every
-#: manifestation witness gets a clean twin leg), so a stored plan or verdict of the old rule stops
+#: manifestation witness gets a clean twin leg; then multi-call legs), so a stored plan or verdict of the old rule stops
 #: answering without touching the leg cache (``CODE_VERSION`` enters every leg key; legs did not change).
-PREFLIGHT_STAGE_VERSION = f"{CODE_VERSION}-witness-clean-twin"
+PREFLIGHT_STAGE_VERSION = f"{CODE_VERSION}-witness-clean-twin-multi-call"
 _PLAN_INPUTS = ("contract", "probes", "run_id")
 _REDUCE_INPUTS = ("plan", "observations")
 
@@ -340,7 +340,8 @@ def _spawn(job: LegJob) -> dict[str, Any]:
             adapter = ServiceAdapter(job.targets, interpreter_substitutions(), workdir=workspace)
         else:
             adapter = CommandLineAdapter(job.policy, workdir=workspace)
-        observation = adapter.probe(dict(job.request), abort=abort_event(job.invocation))
+        # A multi-call leg's calls go to this one workspace and server/session, in order (leg_calls.py).
+        observation = probe_leg(adapter, job.request, abort=abort_event(job.invocation))
         # A shared dependency layer the target could write through: verified after every leg that used
         # it (evalquality_core/suite/layers.py); a changed one makes this leg a fault, never cached.
         changed = check_layers(staged)
@@ -350,7 +351,7 @@ def _spawn(job: LegJob) -> dict[str, Any]:
         # The run was interrupted while this leg ran: its group may have been killed from outside
         # (an exit of -9 is then our doing, not the system's answer), so it is a fault, never cached.
         raise RuntimeFault("aborted", "ProbeObservation", "the pre-flight run was interrupted during this leg")
-    return observation_to_wire(observation)
+    return observation
 
 
 def leg_call(request: Mapping[str, Any]) -> str:

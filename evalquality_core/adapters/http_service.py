@@ -477,3 +477,33 @@ class ServiceAdapter:
             adapter = HttpAdapter(self.registry.to_api_policy(values))
             timed: TimedApiObservation = adapter.probe_timed(parsed, abort=abort)
         return timed
+
+    def probe_calls(self, requests: list[Any], *, abort: AbortSignal | None = None, workdir: str | os.PathLike[str] | None = None) -> list[Any]:
+        """A multi-call leg (docs/reference/multi-call-legs.md): api requests answered in order by ONE
+        service started once in ``workdir``, so a later call sees what an earlier one stored; one
+        observation per request. A cli leg's calls run one after another in the same workspace."""
+        parsed = [request if isinstance(request, _TYPED) else read_probe_request(request) for request in requests]
+        if not all(isinstance(one, ApiProbeRequest) for one in parsed):
+            if any(isinstance(one, ApiProbeRequest) for one in parsed):
+                raise RuntimeFault("port-failure", "ProbeRequest", "a leg mixes api and command calls; one server answers a leg")
+            return [self.probe(one, abort=abort, workdir=workdir) for one in parsed]
+        if abort is not None and abort.is_set():
+            raise RuntimeFault("aborted", "ProbeRequest", "the caller aborted before the probe started")
+        if self.declaration is None:
+            raise RuntimeFault(
+                "forbidden-target", "ProbeRequest", "the registry declares no [service] to answer api requests",
+                reason="interface-not-authorized",
+            )
+        where = os.fspath(workdir) if workdir is not None else self.workdir
+        if where is None:
+            raise RuntimeFault("port-failure", "ProbeObservation", "an api request needs a staged workspace to start its service in")
+        for one in parsed:  # every call's interface is authorized before anything is started
+            if one.interface_id not in self.registry.api_interfaces():
+                raise RuntimeFault(
+                    "forbidden-target", "ProbeRequest", f'no authorization names interface "{one.interface_id}"',
+                    reason="interface-not-authorized",
+                )
+        with running_service(self.declaration, where, self.substitutions, abort) as port:
+            values = {**self.substitutions, self.declaration.port_placeholder: str(port)}
+            adapter = HttpAdapter(self.registry.to_api_policy(values))
+            return [adapter.probe_timed(one, abort=abort).observation for one in parsed]

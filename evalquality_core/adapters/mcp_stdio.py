@@ -51,6 +51,7 @@ own status, −signal when a signal ended it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import selectors
@@ -120,6 +121,9 @@ class McpSessionSpec:
     arguments: Mapping[str, Any]
     max_elapsed_ms: int
     max_output_bytes: int
+    #: A multi-call leg's further tool calls, ``(toolName, arguments)``, made in order after the first
+    #: one in the same session (docs/reference/multi-call-legs.md); the budget covers the whole session.
+    further_calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,8 @@ class McpCallResult:
     result: Any
     exit_code: int | None = None
     elapsed_ms: int = 0
+    #: The results of ``McpSessionSpec.further_calls``, in order.
+    further: tuple[McpCallResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -453,7 +459,7 @@ def run_mcp_session(spec: McpSessionSpec, abort: AbortSignal | None = None) -> M
     finally:
         _teardown(leg)
     elapsed_ms = int((time.monotonic() - started) * 1000)
-    return McpCallResult(result.is_error, result.has_result, result.result, result.exit_code, elapsed_ms)
+    return McpCallResult(result.is_error, result.has_result, result.result, result.exit_code, elapsed_ms, result.further)
 
 
 def _converse(session: _Session, spec: McpSessionSpec) -> McpCallResult:
@@ -472,15 +478,25 @@ def _converse(session: _Session, spec: McpSessionSpec) -> McpCallResult:
         shown = json.dumps(refusal, ensure_ascii=False)[:300]
         raise _port_failure(f"the server refused the initialize handshake: {shown}")
     session.notify("notifications/initialized", {})
-    try:
-        answer = session.request(_CALL_ID, "tools/call", {"name": spec.tool_name, "arguments": dict(spec.arguments)})
-    except _ServerGone:
-        # The session was open and the server ended it before answering: that is what the system
-        # under test did, an observation (isError, no result, its signed exit code), not a fault.
-        exit_code = session.wait_for_exit()
-        assert exit_code is not None  # without a grace, the wait ends in an exit or a fault
-        return McpCallResult(is_error=True, has_result=False, result=None, exit_code=exit_code)
-    return _result_of(answer)
+    results: list[McpCallResult] = []
+    calls = ((spec.tool_name, spec.arguments), *spec.further_calls)
+    for offset, (tool_name, arguments) in enumerate(calls):
+        if session.exit_code is not None or not session.stdout_open:
+            # The server ended the session at an earlier call: every later call is answered by that exit.
+            results.append(McpCallResult(is_error=True, has_result=False, result=None, exit_code=results[-1].exit_code))
+            continue
+        try:
+            answer = session.request(_CALL_ID + offset, "tools/call", {"name": tool_name, "arguments": dict(arguments)})
+        except _ServerGone:
+            # The session was open and the server ended it before answering: that is what the system
+            # under test did, an observation (isError, no result, its signed exit code), not a fault.
+            exit_code = session.wait_for_exit()
+            assert exit_code is not None  # without a grace, the wait ends in an exit or a fault
+            results.append(McpCallResult(is_error=True, has_result=False, result=None, exit_code=exit_code))
+            continue
+        results.append(_result_of(answer))
+    first = results[0]
+    return McpCallResult(first.is_error, first.has_result, first.result, first.exit_code, further=tuple(results[1:]))
 
 
 def assemble_mcp_observation(request: McpProbeRequest, result: McpCallResult) -> McpProbeObservation:
@@ -535,6 +551,38 @@ class McpStdioAdapter(LocalTargetAdapter[McpTargetPolicy, McpProbeObservation]):
                                  workspace=os.path.abspath(base))
         result = call_mechanism(self.mechanism, spec, abort, spec.argv, spec.cwd, _WHAT)
         return McpTimedObservation(assemble_mcp_observation(parsed, result), result.elapsed_ms)
+
+    def probe_calls(
+        self,
+        requests: list[Any],
+        *,
+        abort: AbortSignal | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> list[McpProbeObservation]:
+        """A multi-call leg: every request admitted first, then one session (one server) answering them in
+        order; one observation per request. All must go to the same tool server (the first's)."""
+        admitted = [admit(r, abort, self.policy, evaluate_mcp_request, mcp_forbidden_target_fault) for r in requests]
+        (first, authorization), rest = admitted[0], admitted[1:]
+        assert isinstance(first, McpProbeRequest) and isinstance(authorization, McpTargetAuthorization)
+        for parsed, other in rest:
+            if (other.target, other.target_args, other.cwd) != (authorization.target, authorization.target_args, authorization.cwd):
+                raise RuntimeFault(
+                    "forbidden-target", "McpProbeRequest",
+                    f'call "{parsed.probe_id}" goes to another tool server than its leg\'s; one session answers a leg',
+                    reason="interface-not-authorized",
+                )
+        base = os.fspath(workdir) if workdir is not None else (self.workdir or os.getcwd())
+        spec = self.session_spec(first, authorization, leg_cwd(workdir, self.workdir, authorization.cwd),
+                                 workspace=os.path.abspath(base))
+        spec = dataclasses.replace(
+            spec, further_calls=tuple((parsed.tool_name, parsed.channels.arguments) for parsed, _ in rest)
+        )
+        result = call_mechanism(self.mechanism, spec, abort, spec.argv, spec.cwd, _WHAT)
+        further = list(result.further)
+        if len(further) != len(rest):
+            raise RuntimeFault("port-failure", "ProbeObservation", f"the session answered {len(further)} of {len(rest)} further calls")
+        parsed_all = [parsed for parsed, _ in admitted]
+        return [assemble_mcp_observation(p, r) for p, r in zip(parsed_all, [result, *further], strict=True)]
 
     def session_spec(
         self, request: McpProbeRequest, authorization: McpTargetAuthorization, cwd: str, *, workspace: str | None = None

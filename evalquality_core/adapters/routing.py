@@ -54,3 +54,25 @@ class ProbeRouter:
                 reason="interface-not-authorized",
             )
         return adapter.probe(parsed, abort=abort, workdir=workdir)
+
+    def probe_calls(
+        self,
+        requests: list[Any],
+        *,
+        abort: AbortSignal | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+    ) -> list[Any]:
+        """A multi-call leg (adapters/leg_calls.py): all its requests to the adapter of the first one's
+        kind, which answers them in one server or session when it can, else one after another."""
+        parsed = [request if isinstance(request, _TYPED) else read_probe_request(request) for request in requests]
+        adapter = self.adapters.get(parsed[0].kind)
+        if adapter is None or any(one.kind != parsed[0].kind for one in parsed):
+            raise RuntimeFault(
+                "forbidden-target",
+                "ProbeRequest",
+                f"no adapter here runs a leg of {' and '.join(sorted({one.kind for one in parsed}))} calls",
+                reason="interface-not-authorized",
+            )
+        if hasattr(adapter, "probe_calls"):
+            return list(adapter.probe_calls(parsed, abort=abort, workdir=workdir))
+        return [adapter.probe(one, abort=abort, workdir=workdir) for one in parsed]

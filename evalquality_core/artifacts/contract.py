@@ -408,11 +408,31 @@ WitnessInputs = Annotated[
 ]
 
 
-class WitnessLeg(ArtifactModel):
-    """One of a witness's two legs."""
+class LegCall(ArtifactModel):
+    """A further call of a multi-call leg: made after the leg's own call, in order, in the same
+    workspace and the same server or tool-server session (docs/reference/multi-call-legs.md).
+
+    Its ``callId`` names it in the leg's relation (``/interactions/<callId>/…``), as a leg id does.
+    """
+
+    call_id: Slug
+    interface_id: Slug
+    operation_id: Slug
+    inputs: WitnessInputs
+
+
+#: A leg's further calls: ``None`` (off the wire) or at least one call.
+LegCalls = Annotated[list[LegCall], Field(min_length=1)] | None
+
+
+class WitnessLeg(StampedKeysModel):
+    """One of a witness's two legs; ``calls`` (optional, any stamp) makes it a multi-call leg."""
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("calls",)
 
     leg_id: Slug
     inputs: WitnessInputs
+    calls: LegCalls = None
 
 
 class Witness(ArtifactModel):

@@ -39,10 +39,12 @@ from evalquality_core.artifacts.base import (
     NonEmptyStr,
     ProbeId,
     Slug,
+    StampedKeysModel,
 )
 from evalquality_core.artifacts.contract import (
     TOOL_CALL_MARKER,
     Invocation,
+    LegCalls,
     LiteralBinding,
     MatcherBinding,
     WitnessInputs,
@@ -150,14 +152,21 @@ Qualification = Annotated[
 # --- Defects ---------------------------------------------------------------------------------
 
 
-class ManifestationWitness(ArtifactModel):
-    """A leg that makes the defect manifest, and the relation its observation must show."""
+class ManifestationWitness(StampedKeysModel):
+    """A leg that makes the defect manifest, and the relation its observation must show.
+
+    ``calls`` (optional, any stamp) makes it a multi-call leg: further calls in the same workspace and
+    session after the witness's own, which the relation may read (a write, then its read-back).
+    """
+
+    STAMPED_KEYS: ClassVar[tuple[str, ...]] = ("calls",)
 
     leg_id: Slug
     interface_id: Slug
     operation_id: Slug
     inputs: WitnessInputs
     relation: Expression
+    calls: LegCalls = None
 
 
 class Defect(ArtifactModel):

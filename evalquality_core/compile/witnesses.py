@@ -10,6 +10,14 @@ must address one of the two legs (``unreachable-check-evidence`` otherwise), bot
 addressed, each pointer must be reachable on the witness's operation, and no pointer may read a
 declared volatile pointer or descend below one (``malformed-operator-expression``). A fixture reset
 on an operation with ``stateChangeMarker: false`` is ``malformed-operator-expression``.
+
+Multi-call legs (ours, docs/reference/multi-call-legs.md): a leg may list ``calls`` made after its own in
+the same session. A call names an operation of the leg's interface (``unreachable-check-evidence``
+otherwise) with inputs fitting it (#15's code); its ``callId`` shares the leg ids' namespace (#32). The
+relation may address a leg's calls as well as the legs, and a leg counts as addressed when it or one of
+its calls is; a call's pointers are checked against the call's own operation. And a state-changing HTTP
+operation whose body declares no key (``DELETE /posts/{id}``) may be witnessed on ``path``: nothing else
+of its request can vary, so AD-10's ``body`` rule would leave it unwitnessable.
 """
 
 from __future__ import annotations
@@ -107,6 +115,35 @@ def _declares_input(ref: OperationRef) -> bool:
     return any(declared_keys(channel) for channel in shape.values() if isinstance(channel, dict))
 
 
+def _operation_ref(contract: Json, interface_id: Any, operation_id: Any) -> OperationRef | None:
+    for _, _, ref in iter_operations(contract):
+        if ref.interface_id == interface_id and ref.operation_id == operation_id:
+            return ref
+    return None
+
+
+def _check_calls(contract: Json, ref: OperationRef, leg: Json, path: str) -> None:
+    """A leg's calls: each on the leg's interface, on a declared operation, with fitting inputs."""
+    for n, call in enumerate(leg.get("calls") or []):
+        where = f"{path}.calls[{n}]"
+        if call.get("interfaceId") != ref.interface_id:
+            raise StructuralFailure(
+                "unreachable-check-evidence", where,
+                f'call "{call.get("callId")}" names interface "{call.get("interfaceId")}", not its leg\'s "{ref.interface_id}"; '
+                "one server or session answers a leg",
+            )
+        target = _operation_ref(contract, call.get("interfaceId"), call.get("operationId"))
+        if target is None:
+            raise StructuralFailure(
+                "unreachable-check-evidence", where,
+                f'call "{call.get("callId")}" names operation "{call.get("operationId")}", which interface '
+                f'"{ref.interface_id}" does not declare',
+            )
+        defect = inputs_defect(call.get("inputs"), target, f'call "{call.get("callId")}"')
+        if defect is not None:
+            raise StructuralFailure(_UNDECLARED, where, defect)
+
+
 def check_sensitivity_witness_declared(contract: Json) -> None:
     """#15 [strict] ``undeclared-mandatory-input``: an input-bearing operation without a witness,
     or a witness leg whose inputs are of the wrong form, omit a required key, or supply an
@@ -126,6 +163,7 @@ def check_sensitivity_witness_declared(contract: Json) -> None:
             defect = inputs_defect(leg.get("inputs"), ref, f'leg "{leg.get("legId")}"')
             if defect is not None:
                 raise StructuralFailure(_UNDECLARED, f"{_witness_path(i, j)}.legs[{k}]", defect)
+            _check_calls(contract, ref, leg, f"{_witness_path(i, j)}.legs[{k}]")
 
 
 def check_witness_leg_identifiers(contract: Json) -> None:
@@ -152,6 +190,8 @@ def check_witness_leg_identifiers(contract: Json) -> None:
             )
         for k, leg in enumerate(legs):
             claim(leg.get("legId"), f'witness "{witness.get("witnessId")}"', f"{_witness_path(i, j)}.legs[{k}].legId")
+            for n, call in enumerate(leg.get("calls") or []):
+                claim(call.get("callId"), f'witness "{witness.get("witnessId")}"', f"{_witness_path(i, j)}.legs[{k}].calls[{n}].callId")
     reset = contract.get("fixtureReset")
     if isinstance(reset, dict):
         claim(reset.get("legId"), "the fixture reset", "EvalContract.fixtureReset.legId")
@@ -162,7 +202,11 @@ def _legal_channels(ref: OperationRef) -> frozenset[str]:
         return frozenset(COMMAND_CHANNELS)
     if "arguments" in (ref.operation.get("requestShape") or {}):
         return frozenset({"arguments"})
-    return frozenset({"body"}) if ref.operation.get("stateChangeMarker") else frozenset({"path", "query"})
+    if not ref.operation.get("stateChangeMarker"):
+        return frozenset({"path", "query"})
+    if not declared_keys(ref.request_shape("body") or {}):
+        return frozenset({"body", "path"})  # a DELETE /posts/{id}: only its path can vary (module docstring)
+    return frozenset({"body"})
 
 
 def _compact(value: Any) -> str:
@@ -181,9 +225,16 @@ def _is_volatile(tail: tuple[str, ...], volatile: list[Any]) -> bool:
     return False
 
 
-def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
+def _check_relation(i: int, j: int, ref: OperationRef, witness: Json, contract: Json) -> None:
     path = f"{_witness_path(i, j)}.relation"
     leg_ids = [leg.get("legId") for leg in witness.get("legs") or []]
+    # A call's id stands for its leg when counting which legs the relation reads (module docstring).
+    owner = {leg_id: leg_id for leg_id in leg_ids}
+    call_refs: dict[str, OperationRef | None] = {}
+    for leg in witness.get("legs") or []:
+        for call in leg.get("calls") or []:
+            owner[call.get("callId")] = leg.get("legId")
+            call_refs[call.get("callId")] = _operation_ref(contract, call.get("interfaceId"), call.get("operationId"))
     pointers = [
         (visit.path, visit.operand["pointer"])
         for visit in iter_pointers(witness.get("relation"), path)
@@ -196,13 +247,13 @@ def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
         if step_id not in addressed:
             addressed.append(step_id)
     for step_id in addressed:  # a third root first: the more specific diagnosis
-        if step_id not in leg_ids:
+        if step_id not in owner:
             raise StructuralFailure(
                 "unreachable-check-evidence",
                 path,
                 f'the relation addresses "{step_id}", which is neither leg of witness "{witness.get("witnessId")}" (AD-10)',
             )
-    covered = [leg_id for leg_id in leg_ids if leg_id in addressed]
+    covered = [leg_id for leg_id in leg_ids if any(owner[step] == leg_id for step in addressed)]
     if len(covered) != len(leg_ids):
         raise StructuralFailure(
             _MALFORMED,
@@ -210,17 +261,17 @@ def _check_relation(i: int, j: int, ref: OperationRef, witness: Json) -> None:
             f'the relation addresses {len(covered)} of the two legs of witness "{witness.get("witnessId")}"; a '
             "differential that reads one leg establishes no sensitivity (AD-10)",
         )
-    volatile = ref.operation.get("volatilePointers") or []
-    volatile_headers = volatile_header_names(ref.operation)
     for where, pointer, target in targets:
         if target is None:  # cannot happen: an unparsed pointer's root is no leg and failed above
             continue
-        reason = operation_reason(target, ref)
+        on = call_refs.get(target.step_id) or ref  # a call's pointer reads the call's operation
+        reason = operation_reason(target, on)
         if reason is not None:
             raise StructuralFailure("unreachable-check-evidence", where, f'relation pointer "{pointer}" {reason}')
-        if target.channel == ref.descriptor_channel and _is_volatile(target.tail, volatile):
+        volatile = on.operation.get("volatilePointers") or []
+        if target.channel == on.descriptor_channel and _is_volatile(target.tail, volatile):
             raise StructuralFailure(_MALFORMED, where, f'relation pointer "{pointer}" reads a declared volatile pointer')
-        if target.channel == "response-headers" and target.tail and target.tail[0].lower() in volatile_headers:
+        if target.channel == "response-headers" and target.tail and target.tail[0].lower() in volatile_header_names(on.operation):
             # Ours (issue 34): a volatile header differs run to run by nature, like a volatile pointer.
             raise StructuralFailure(_MALFORMED, where, f'relation pointer "{pointer}" reads declared volatile header "{target.tail[0]}"')
 
@@ -253,7 +304,7 @@ def check_witness_legality(contract: Json) -> None:
                 f"{path}.legs",
                 f'both legs of witness "{witness.get("witnessId")}" supply the same {channel} value, so the pair is not a differential (AD-10)',
             )
-        _check_relation(i, j, ref, witness)
+        _check_relation(i, j, ref, witness, contract)
     reset = contract.get("fixtureReset")
     if not isinstance(reset, dict):
         return

@@ -14,6 +14,13 @@ also gets a **clean twin**: a leg with the witness's inputs that runs on the cle
 ``seeded-fault-clean``, id minted from ``<witness legId>-clean``), planned just before its fault leg,
 or an identical clean leg the plan already has (same request, leg id aside), reused rather than planned
 twice. The reducer refuses the witness unless the twin answered and the witness does not hold on it.
+
+Multi-call legs (ours, docs/reference/multi-call-legs.md): a sensitivity-witness leg or a manifestation
+witness may list ``calls``, further calls made after the leg's own, in order, in the same workspace and
+server or tool-server session. They ride in the leg's request under ``calls`` (so the leg cache key
+covers every call) and are planned with it as ``PlannedLeg.calls``; a leg without calls plans exactly
+as before. Every call must name an operation of the leg's own interface (one session answers them all).
+A clean twin carries its witness's calls too, under the same call ids.
 The reference's own surfaces (the ``eval-quality preflight`` CLI, the conformance chains) plan without
 twins, since their one port answers fault and clean legs alike (§1.7, §2.4).
 """
@@ -58,6 +65,18 @@ _CHANNELS_BY_KIND: Mapping[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True, eq=False)
+class PlannedCall:
+    """One further call of a multi-call leg (module docstring): its wire request (``probeId`` = call id)."""
+
+    call_id: str
+    interface_id: str
+    operation_id: str
+    request: Mapping[str, Any]
+    operation: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+
+
+@dataclass(frozen=True, eq=False)
 class PlannedLeg:
     """One leg: a request sent through the probe port once, and where it came from.
 
@@ -74,6 +93,8 @@ class PlannedLeg:
     operation: Mapping[str, Any]
     inputs: Mapping[str, Any]
     artifact_path: str
+    #: A multi-call leg's further calls, in call order (empty: a one-call leg).
+    calls: tuple[PlannedCall, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -259,6 +280,14 @@ def request_of(
     }
 
 
+def with_calls(request: dict[str, Any], calls: Sequence[PlannedCall]) -> dict[str, Any]:
+    """A leg's request carrying its further calls' requests under ``calls`` (none: unchanged, so a
+    one-call leg's request, and its leg cache key, are what they always were)."""
+    if calls:
+        request["calls"] = [dict(call.request) for call in calls]
+    return request
+
+
 class _IdMinter:
     """§1.4: deterministic ids that avoid every declared leg and step id, and each other."""
 
@@ -295,11 +324,13 @@ def _taken_ids(contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]])
         for defect in probe.get("defects") or []:
             if defect.get("manifestationWitness") is not None:
                 taken.add(defect["manifestationWitness"]["legId"])
+                taken.update(call["callId"] for call in defect["manifestationWitness"].get("calls") or [])
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:
             witness = operation.get("sensitivityWitness")
             if witness is not None:
                 taken.update(leg["legId"] for leg in witness["legs"])
+                taken.update(call["callId"] for leg in witness["legs"] for call in leg.get("calls") or [])
     reset = contract.get("fixtureReset")
     if reset is not None:
         taken.add(reset["legId"])
@@ -343,6 +374,55 @@ def _check_witness_inputs(
             )
 
 
+def plan_calls(
+    contract: Mapping[str, Any], leg_id: str, interface: Mapping[str, Any], calls: Sequence[Mapping[str, Any]] | None, path: str
+) -> tuple[PlannedCall, ...]:
+    """The further calls of a multi-call leg (module docstring), each resolved and its inputs checked.
+
+    Raises ``StructuralFailure``: ``unreachable-check-evidence`` for a call naming an undeclared
+    operation or another interface than its leg's (one session answers a leg), ``malformed-operator-expression``
+    for a call id used twice in the leg or equal to the leg id, and the input check's codes.
+    """
+    planned: list[PlannedCall] = []
+    seen = {leg_id}
+    for index, call in enumerate(calls or []):
+        where = f"{path}.calls[{index}]"
+        if call["interfaceId"] != interface["logicalId"]:
+            raise StructuralFailure(
+                "unreachable-check-evidence",
+                f"{where}.interfaceId",
+                f'call "{call["callId"]}" names interface "{call["interfaceId"]}", but its leg runs on '
+                f'"{interface["logicalId"]}"; every call of a leg goes to the leg\'s own server or session',
+            )
+        found = _find_operation(contract, call["interfaceId"], call["operationId"])
+        if found is None:
+            raise StructuralFailure(
+                "unreachable-check-evidence",
+                f"{where}.operationId",
+                f'call "{call["callId"]}" names operation "{call["operationId"]}" on interface '
+                f'"{call["interfaceId"]}", which the contract does not declare',
+            )
+        if call["callId"] in seen:
+            raise StructuralFailure(
+                "malformed-operator-expression",
+                f"{where}.callId",
+                f'call id "{call["callId"]}" is used twice in leg "{leg_id}" (the leg id included)',
+            )
+        seen.add(call["callId"])
+        _check_witness_inputs(found[0], found[1], call["inputs"], where)
+        planned.append(
+            PlannedCall(
+                call_id=call["callId"],
+                interface_id=call["interfaceId"],
+                operation_id=call["operationId"],
+                request=request_of(call["callId"], found[0], found[1], call["inputs"]),
+                operation=found[1],
+                inputs=call["inputs"],
+            )
+        )
+    return tuple(planned)
+
+
 def _identical_clean_leg(legs: Sequence[PlannedLeg], request: Mapping[str, Any]) -> PlannedLeg | None:
     """The first leg of the plan that runs on the clean system and sends ``request`` (leg id aside)."""
     wanted = canonical_bytes({**request, "probeId": ""})
@@ -379,18 +459,20 @@ def plan_preflight(
         operation: Mapping[str, Any],
         inputs: Mapping[str, Any],
         artifact_path: str,
+        calls: tuple[PlannedCall, ...] = (),
     ) -> PlannedLeg:
-        """Register a leg (its request built by ``request_of``) in port-call order."""
+        """Register a leg (its request built by ``request_of``, its calls riding in it) in port-call order."""
         leg = PlannedLeg(
             leg_id=leg_id,
             purpose=purpose,
             interface_id=interface["logicalId"],
             operation_id=operation["operationId"],
             interface_kind=interface["kind"],
-            request=request_of(leg_id, interface, operation, inputs),
+            request=with_calls(request_of(leg_id, interface, operation, inputs), calls),
             operation=operation,
             inputs=inputs,
             artifact_path=artifact_path,
+            calls=calls,
         )
         legs.append(leg)
         return leg
@@ -403,13 +485,15 @@ def plan_preflight(
                 continue
             op_path = _operation_path(interface["logicalId"], operation["operationId"])
             for index, witness_leg in enumerate(witness["legs"]):
+                leg_path = f"{op_path}.sensitivityWitness.legs[{index}]"
                 add_leg(
                     witness_leg["legId"],
                     "sensitivity",
                     interface,
                     operation,
                     witness_leg["inputs"],
-                    f"{op_path}.sensitivityWitness.legs[{index}].legId",
+                    f"{leg_path}.legId",
+                    plan_calls(contract, witness_leg["legId"], interface, witness_leg.get("calls"), leg_path),
                 )
 
     # 2. The control block (§1.5).
@@ -489,9 +573,10 @@ def plan_preflight(
                 )
             interface, operation = found
             _check_witness_inputs(interface, operation, witness["inputs"], path)
+            calls = plan_calls(contract, witness["legId"], interface, witness.get("calls"), path)
             twin_id: str | None = None
             if clean_witness_legs:
-                twin_request = request_of(witness["legId"], interface, operation, witness["inputs"])
+                twin_request = with_calls(request_of(witness["legId"], interface, operation, witness["inputs"]), calls)
                 twin = _identical_clean_leg(legs, twin_request)
                 if twin is None:
                     twin = add_leg(
@@ -501,6 +586,7 @@ def plan_preflight(
                         operation,
                         witness["inputs"],
                         f"{path}.legId",
+                        calls,
                     )
                 twin_id = twin.leg_id
             clean = tuple(
@@ -508,7 +594,7 @@ def plan_preflight(
                 for leg in legs
                 if leg.interface_id == interface["logicalId"] and leg.operation_id == operation["operationId"]
             )
-            add_leg(witness["legId"], "seeded-fault", interface, operation, witness["inputs"], f"{path}.legId")
+            add_leg(witness["legId"], "seeded-fault", interface, operation, witness["inputs"], f"{path}.legId", calls)
             fault_checks.append(
                 PlannedCheck(
                     "seeded-faults-scoped",

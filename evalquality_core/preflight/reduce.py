@@ -13,6 +13,15 @@ unless the twin answered and the witness does not hold on it (``false`` or ``ins
 ``scoped-twin-missing`` / ``scoped-holds-clean`` in ``NOTES``. The twin is never dropped as "answered
 alike": it issues the fault leg's request by construction, so answering alike is exactly the witness
 holding on clean behaviour, the case this check exists to refuse.
+
+Multi-call legs (``plan.py``): the leg's observation carries its calls' observations under ``calls``, in
+call order; each becomes evidence keyed by its call id (``sequence`` 2, 3, …), bound beside the leg's own
+wherever the leg's evidence is bound. Where a witness relation is resolved over *another* leg's answers
+(a clean leg of ``seeded-faults-scoped``), that leg's own call is bound under the witness's leg id and its
+i-th call under the witness's i-th call id when both call the same operation; a clean leg left without
+all of the witness's calls bound has nothing to contradict (it is never resolved: an unbound call under
+``not`` would read as an answer). The clean twin makes the witness's own calls, so it is always judged. Calls' projections enter the fixture digest as
+``<leg>/<call>``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,13 @@ from evalquality_core.canonical.digest import digest_artifact, digest_composite
 from evalquality_core.evaluate.pointers import as_wire, decode_tokens
 from evalquality_core.evaluate.resolution import ResolutionContext, resolve_check
 from evalquality_core.faults import RuntimeFault
-from evalquality_core.preflight.plan import PlannedCheck, PlannedLeg, PreflightPlan, declares_request_keys
+from evalquality_core.preflight.plan import (
+    PlannedCall,
+    PlannedCheck,
+    PlannedLeg,
+    PreflightPlan,
+    declares_request_keys,
+)
 from evalquality_core.preflight.projection import project, state_reset_projection
 from evalquality_core.preflight.volatility import without_volatile_headers
 from evalquality_core.registries import PreflightCheckKind, PreflightCheckOutcome
@@ -92,6 +107,25 @@ class LegState:
     observation: Mapping[str, Any] | None
     projection: Mapping[str, Any] | None
     evidence: Mapping[str, Any] | None
+    #: A multi-call leg's calls, in call order: (call id, projection, evidence).
+    calls: tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...] = ()
+
+    def bound(
+        self, as_leg: str | None = None, as_calls: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Mapping[str, Any]]:
+        """This leg's evidence as a relation binds it: its own under ``as_leg`` (default its id), each call
+        under its own id; or, with ``as_calls`` (another leg's calls), its i-th call under the i-th of those
+        ids when both call the same operation (module docstring). Empty without evidence."""
+        if self.evidence is None:
+            return {}
+        bound: dict[str, Mapping[str, Any]] = {as_leg or self.leg.leg_id: self.evidence}
+        if as_calls is None:
+            bound.update({call_id: evidence for call_id, _, evidence in self.calls})
+            return bound
+        for wanted, (_, _, evidence) in zip(as_calls, self.calls, strict=False):
+            if (wanted["interfaceId"], wanted["operationId"]) == (evidence["interfaceId"], evidence["operationId"]):
+                bound[wanted["callId"]] = evidence
+        return bound
 
 
 #: Resolves a witness relation over ``{legId: evidence}`` for an operation → true/false/insufficient-evidence.
@@ -139,8 +173,11 @@ def call_inputs_of(inputs: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def evidence_of(leg: PlannedLeg, observation: Mapping[str, Any], projection: Mapping[str, Any]) -> dict[str, Any]:
-    """The sealed-run-record ``Observation`` a witness relation is resolved over (§2.2, provenance baseline)."""
+def evidence_of(
+    leg: PlannedLeg | PlannedCall, observation: Mapping[str, Any], projection: Mapping[str, Any], sequence: int = 1
+) -> dict[str, Any]:
+    """The sealed-run-record ``Observation`` a witness relation is resolved over (§2.2, provenance baseline);
+    a multi-call leg's call is one too, at its ``sequence`` in the leg (2, 3, …)."""
     kind = observation["kind"]
     absent = {"kind": "absent"}
     if kind == "api":
@@ -151,8 +188,8 @@ def evidence_of(leg: PlannedLeg, observation: Mapping[str, Any], projection: Map
     else:
         status, headers = None, None
     return {
-        "observationId": leg.leg_id,
-        "sequence": 1,
+        "observationId": leg.call_id if isinstance(leg, PlannedCall) else leg.leg_id,
+        "sequence": sequence,
         "interfaceId": leg.interface_id,
         "operationId": leg.operation_id,
         "provenance": "baseline",
@@ -231,7 +268,7 @@ def _input_sensitivity(check: PlannedCheck, states: Mapping[str, LegState], plan
         state = states[leg_id]
         if state.evidence is None:
             return CheckResult("failed", NOTES["witness-leg-missing"].format(leg=leg_id), *ids)
-        evidence[leg_id] = state.evidence
+        evidence.update(state.bound())
     resolution = resolve(check.witness["relation"], evidence, check.operation, plan)
     if resolution == "true":
         return CheckResult("satisfied", None, *ids)
@@ -280,8 +317,8 @@ def _answered_alike(leg: LegState, fault: LegState) -> bool:
         return False
     request_a = _safe_digest({**leg.leg.request, "probeId": ""})
     request_b = _safe_digest({**fault.leg.request, "probeId": ""})
-    answer_a = _safe_digest({**leg.evidence, "observationId": ""})
-    answer_b = _safe_digest({**fault.evidence, "observationId": ""})
+    answer_a = _safe_digest([{**leg.evidence, "observationId": ""}, *(call[2] for call in leg.calls)])
+    answer_b = _safe_digest([{**fault.evidence, "observationId": ""}, *(call[2] for call in fault.calls)])
     return None not in (request_a, answer_a) and request_a == request_b and answer_a == answer_b
 
 
@@ -289,6 +326,7 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
     assert check.witness is not None and check.operation is not None
     ids = (check.interface_id, check.operation_id)
     defect, witness_leg = check.defect_id, check.witness["legId"]
+    witness_calls = list(check.witness.get("calls") or [])
     fault = states[witness_leg]
     twin_id = check.clean_twin_leg_id
     if twin_id is not None:
@@ -296,7 +334,7 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
         twin = states[twin_id]
         if twin.evidence is None:
             return CheckResult("failed", NOTES["scoped-twin-missing"].format(defect=defect, leg=twin_id), *ids)
-        if resolve(check.witness["relation"], {witness_leg: twin.evidence}, check.operation, plan) == "true":
+        if resolve(check.witness["relation"], twin.bound(witness_leg, witness_calls), check.operation, plan) == "true":
             return CheckResult("failed", NOTES["scoped-holds-clean"].format(defect=defect, leg=twin_id), *ids)
     dropped: list[str] = []
     examined: list[LegState] = []
@@ -315,7 +353,12 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
         if state.evidence is None:
             continue  # nothing to contradict
         # The relation addresses /interactions/<witness.legId>/…, so the clean evidence sits under that key.
-        if resolve(check.witness["relation"], {witness_leg: state.evidence}, check.operation, plan) == "true":
+        bound = state.bound(witness_leg, witness_calls)
+        if len(bound) < 1 + len(witness_calls):
+            # A clean leg that did not make the witness's calls cannot show the relation (an unbound call
+            # is not an answer: under ``not`` it would read as one): nothing to contradict.
+            continue
+        if resolve(check.witness["relation"], bound, check.operation, plan) == "true":
             return CheckResult("failed", NOTES["scoped-fires-clean"].format(defect=defect, leg=state.leg.leg_id), *ids)
     return CheckResult("satisfied", defect, *ids)
 
@@ -329,7 +372,7 @@ def _seeded_fault_fired(check: PlannedCheck, states: Mapping[str, LegState], pla
     state = states[check.witness["legId"]]
     if state.evidence is None:
         return CheckResult("failed", NOTES["fired-no-observation"].format(defect=defect), *ids)
-    resolution = resolve(check.witness["relation"], {state.leg.leg_id: state.evidence}, check.operation, plan)
+    resolution = resolve(check.witness["relation"], state.bound(), check.operation, plan)
     if resolution == "true":
         return CheckResult("satisfied", defect, *ids)
     return CheckResult("failed", NOTES["fired-resolved"].format(defect=defect, resolution=resolution), *ids)
@@ -388,7 +431,8 @@ def index_observations(plan: PreflightPlan, observations: Sequence[Any]) -> dict
                 f'leg "{leg.leg_id}" asked a {leg.request["kind"]} question and the port answered {observation["kind"]}',
             )
         projection = project(observation, leg.operation)
-        states[leg.leg_id] = LegState(leg, observation, projection, evidence_of(leg, observation, projection))
+        calls = _call_states(leg, observation)
+        states[leg.leg_id] = LegState(leg, observation, projection, evidence_of(leg, observation, projection), calls)
     if all(state.observation is None for state in states.values()):
         raise RuntimeFault(
             "port-contract-violation",
@@ -398,10 +442,42 @@ def index_observations(plan: PreflightPlan, observations: Sequence[Any]) -> dict
     return states
 
 
+def _call_states(
+    leg: PlannedLeg, observation: Mapping[str, Any]
+) -> tuple[tuple[str, Mapping[str, Any], Mapping[str, Any]], ...]:
+    """A multi-call leg's calls from its observation's ``calls`` (module docstring); each must answer
+    its planned call, in order, or the port broke its contract."""
+    answered = observation.get("calls") or []
+    if len(answered) != len(leg.calls):
+        raise RuntimeFault(
+            "port-contract-violation",
+            VERDICT_PATH,
+            f'leg "{leg.leg_id}" planned {len(leg.calls)} further call(s) and the port answered {len(answered)}',
+        )
+    states = []
+    for index, (call, wire) in enumerate(zip(leg.calls, answered, strict=True)):
+        wire = as_wire(wire)
+        if wire.get("kind") != call.request["kind"] or any(
+            wire.get(key) != call.request[key] for key in ("probeId", "interfaceId", "operationId")
+        ):
+            raise RuntimeFault(
+                "port-contract-violation",
+                VERDICT_PATH,
+                f'call "{call.call_id}" of leg "{leg.leg_id}" was answered by an observation of another call',
+            )
+        projection = {**project(wire, call.operation), "legId": f"{leg.leg_id}/{call.call_id}"}
+        states.append((call.call_id, projection, evidence_of(call, wire, project(wire, call.operation), index + 2)))
+    return tuple(states)
+
+
 def fixture_digest(states: Mapping[str, LegState]) -> str:
-    """``digestComposite({observations: projections of every observed leg, sorted by legId})`` (§2.5)."""
+    """``digestComposite({observations: projections of every observed leg, sorted by legId})`` (§2.5);
+    a multi-call leg's calls count as observed legs ``<leg>/<call>`` (module docstring)."""
     projections = sorted(
-        (state.projection for state in states.values() if state.projection is not None),
+        [
+            *(state.projection for state in states.values() if state.projection is not None),
+            *(call[1] for state in states.values() for call in state.calls),
+        ],
         key=lambda projection: projection["legId"].encode("utf-16-be"),  # code-unit order
     )
     return digest_composite({"observations": projections})

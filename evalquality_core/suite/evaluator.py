@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.adapters.command_line import CommandLineAdapter
+from evalquality_core.adapters.leg_calls import probe_leg
 from evalquality_core.adapters.routing import ProbeRouter
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
@@ -669,7 +670,8 @@ class StagingPort:
         try:
             workspace = stage_for_leg(self.suite.root, dict(self.probe_wire), wire["probeId"], scratch / "workspace",
                                       layers=default_store())
-            observation = self.adapter.probe(request, workdir=workspace.root)
+            # A multi-call leg's calls go to this one workspace and server/session (adapters/leg_calls.py).
+            observation = probe_leg(self.adapter, wire, workdir=workspace.root)
             layers_intact(workspace)
             return observation
         finally:

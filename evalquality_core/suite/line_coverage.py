@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalquality_core.evaluate.pointers import as_wire
+from evalquality_core.adapters.leg_calls import probe_leg
 from evalquality_core.suite.evaluator import run_plan
 from evalquality_core.suite.load import Suite, adapter_for
 from evalquality_core.suite.staging import default_store, layers_intact, stage_workspace
@@ -119,7 +119,7 @@ def record_coverage(
                 if request is None:
                     run_plan(suite, staged.root, adapter)
                 else:
-                    as_wire(adapter.probe(dict(request), workdir=staged.root))
+                    probe_leg(adapter, dict(request), workdir=staged.root)  # a multi-call leg: all its calls
                 layers_intact(staged)  # a changed layer: this leg's trace is not trusted
             except Exception:  # noqa: BLE001 — a leg that cannot run traced is run for every mutant
                 return run_id, None
