@@ -1,4 +1,5 @@
-"""``eval-quality compile`` and ``seal`` through real child processes (preflight-adapter.md §7).
+"""``eval-quality compile`` and ``seal`` through real child processes (preflight-adapter.md §7); the verdict
+on each of the 21 dev-corpus contracts is taken in process (tests/cli_in_process.py: the same ``main``).
 
 Every expectation comes from the conformance files; every bad input must end in one stderr line
 with the documented exit code and never a traceback.
@@ -14,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.cli_in_process import run_in_process
 
 CLI = [sys.executable, "-m", "evalquality_core"]
 _FAILURE_LINE = re.compile(r"^eval-quality: (?P<code>[a-z-]+): (?P<path>EvalContract[^:]*): (?P<detail>.+)$")
@@ -37,8 +40,7 @@ def test_every_dev_corpus_contract(conformance: Path) -> None:
     entries = json.loads((conformance / "corpus-dev/expected-compile.json").read_text())["entries"]
     contracts = [entry for entry in entries if entry["kind"] == "contract"]
     assert contracts
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda e: run("compile", "--in", str(conformance / "corpus-dev" / e["path"])), contracts))
+    results = [run_in_process("compile", "--in", str(conformance / "corpus-dev" / e["path"])) for e in contracts]
     for entry, result in zip(contracts, results, strict=True):
         if entry["expect"] == "compiles":
             assert result.returncode == 0, result.stderr
