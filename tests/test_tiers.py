@@ -1,7 +1,8 @@
 """The tiers (tests/tiers.py) in a child pytest over a tiny tree of its own: the folder decides the tier
 (``-m integration`` and ``--ignore=tests/integration`` select the same split), every test has a timeout
 (the quick tier's default, a longer one under tests/integration/, a per-test override kept), and a
-quick-tier test asking for an integration-only fixture is refused on one line."""
+quick-tier test asking for an integration-only fixture, or filed in a folder that moved whole
+(tests/flows/, tests/deployments/), is refused on one line."""
 
 from __future__ import annotations
 
@@ -103,3 +104,15 @@ def test_a_quick_tier_test_asking_for_an_integration_only_fixture_is_refused_on_
     assert "Traceback" not in refused.stdout + refused.stderr
     filed = pytest_in(root, "tests/integration")
     assert filed.returncode == 0, filed.stdout + filed.stderr
+
+
+def test_a_test_in_a_folder_that_moved_whole_is_refused_on_one_line(tmp_path: Path) -> None:
+    root = tree(tmp_path, {
+        "tests/conftest.py": CONFTEST,
+        "tests/flows/test_new_flow.py": "def test_runs_a_flow():\n    assert True\n",
+    })
+    refused = pytest_in(root)
+    assert refused.returncode == 4, refused.stdout + refused.stderr
+    assert [line for line in refused.stderr.splitlines() if line.strip()] == [
+        "ERROR: tests/flows/test_new_flow.py: tests/flows/ moved to tests/integration/flows/; "
+        "move the file there (the folder decides the tier)"]

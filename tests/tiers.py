@@ -20,6 +20,9 @@ INTEGRATION_FOLDER = Path("tests") / "integration"
 #: for them, so a test filed in a quick-tier folder by mistake is refused at collection rather than
 #: silently making every developer's loop slow.
 INTEGRATION_ONLY_FIXTURES: tuple[str, ...] = ("cluster", "migrated_prefect_db")
+#: Quick-tier folders that moved whole under tests/integration/ (issue 35): a test file that appears there
+#: again (a branch written before the move) is a flow or deployment test filed in the quick tier.
+MOVED_WHOLE: tuple[Path, ...] = (Path("tests") / "flows", Path("tests") / "deployments")
 #: pytest-timeout's default (pyproject ``timeout``) bounds a quick-tier test. An integration test gets this
 #: instead: its first test also pays its module fixture (whole flow runs, a cluster start), which took
 #: minutes on the 2-core machine under the load of several engineers' runs.
@@ -37,14 +40,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the integration tier and give it its longer timeout; refuse a quick-tier test that asks for an
-    integration-only fixture, on one line naming the file, the test and the fixture."""
+    """Mark the integration tier and give it its longer timeout; refuse, on one line naming the file, a
+    quick-tier test that asks for an integration-only fixture or lies in a folder that moved whole."""
     for item in items:
         if in_integration_tier(item.path, config.rootpath):
             item.add_marker(pytest.mark.integration)
             if item.get_closest_marker("timeout") is None:  # a per-test override wins
                 item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT_SECONDS))
             continue
+        for folder in MOVED_WHOLE:
+            if item.path.resolve().is_relative_to((config.rootpath / folder).resolve()):
+                raise pytest.UsageError(
+                    f"{item.path.relative_to(config.rootpath)}: {folder}/ moved to {INTEGRATION_FOLDER / folder.name}/; "
+                    "move the file there (the folder decides the tier)"
+                )
         wanted = [name for name in INTEGRATION_ONLY_FIXTURES if name in getattr(item, "fixturenames", ())]
         if wanted:
             raise pytest.UsageError(
