@@ -34,6 +34,10 @@ def in_integration_tier(path: Path, rootpath: Path) -> bool:
     return path.resolve().is_relative_to((rootpath / INTEGRATION_FOLDER).resolve())
 
 
+def _shown(path: Path, rootpath: Path) -> Path:
+    return path.relative_to(rootpath) if path.is_relative_to(rootpath) else path
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register the ``integration`` marker (set from the folder, never by hand)."""
     config.addinivalue_line("markers", "integration: under tests/integration/ (set by tests/tiers.py from the folder)")
@@ -51,12 +55,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for folder in MOVED_WHOLE:
             if item.path.resolve().is_relative_to((config.rootpath / folder).resolve()):
                 raise pytest.UsageError(
-                    f"{item.path.relative_to(config.rootpath)}: {folder}/ moved to {INTEGRATION_FOLDER / folder.name}/; "
+                    f"{_shown(item.path, config.rootpath)}: {folder}/ moved to {INTEGRATION_FOLDER / folder.name}/; "
                     "move the file there (the folder decides the tier)"
                 )
         wanted = [name for name in INTEGRATION_ONLY_FIXTURES if name in getattr(item, "fixturenames", ())]
         if wanted:
             raise pytest.UsageError(
-                f"{item.path.relative_to(config.rootpath)}: {item.name} uses the integration-only fixture "
+                f"{_shown(item.path, config.rootpath)}: {item.name} uses the integration-only fixture "
                 f"{wanted[0]!r}; move the file under {INTEGRATION_FOLDER}/ (the folder decides the tier)"
             )
