@@ -111,19 +111,20 @@ def _no_witness_contract(conformance: Path) -> bytes:
 
 
 def test_strict_inputs_flags_last_one_wins(conformance: Path) -> None:
+    # Flag parsing is a decision of the command, not of the process: in process (tests/cli_in_process.py).
     data = _no_witness_contract(conformance)
-    assert run("compile", stdin=data).returncode == 4
-    assert run("compile", "--no-strict-inputs", stdin=data).returncode == 0
-    assert run("compile", "--no-strict-inputs", "--strict-inputs", stdin=data).returncode == 4
-    assert run("compile", "--strict-inputs", "--no-strict-inputs", "--strict", stdin=data).returncode == 0
-    assert run("seal", "--no-strict-inputs", stdin=data).returncode == 0
+    assert run_in_process("compile", stdin=data).returncode == 4
+    assert run_in_process("compile", "--no-strict-inputs", stdin=data).returncode == 0
+    assert run_in_process("compile", "--no-strict-inputs", "--strict-inputs", stdin=data).returncode == 4
+    assert run_in_process("compile", "--strict-inputs", "--no-strict-inputs", "--strict", stdin=data).returncode == 0
+    assert run_in_process("seal", "--no-strict-inputs", stdin=data).returncode == 0
 
 
 def test_compile_output_is_a_fixed_point(conformance: Path) -> None:
     source = json.loads((conformance / "chains/skill-defect/eval-contract.json").read_text())
     pretty = json.dumps(source, indent=3).encode()  # key order and whitespace of the input do not matter
-    once = run("compile", stdin=pretty)
-    twice = run("compile", stdin=once.stdout)
+    once = run_in_process("compile", stdin=pretty)
+    twice = run_in_process("compile", stdin=once.stdout)
     assert once.returncode == twice.returncode == 0
     assert once.stdout == twice.stdout
 
