@@ -15,6 +15,7 @@ import pytest
 
 from tests.postgres_cluster import Cluster, throwaway_cluster
 from tests.prefect_db import migrated_database
+from tests.tiers import pytest_collection_modifyitems, pytest_configure  # noqa: F401 (the tiers' hooks)
 
 _HOME = Path(tempfile.mkdtemp(prefix="evalquality-test-"))
 os.environ["PREFECT_HOME"] = str(_HOME / "prefect")

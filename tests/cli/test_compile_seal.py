@@ -1,4 +1,5 @@
-"""``eval-quality compile`` and ``seal`` through real child processes (preflight-adapter.md §7).
+"""``eval-quality compile`` and ``seal`` through real child processes (preflight-adapter.md §7); the verdict
+on each of the 21 dev-corpus contracts is taken in process (tests/cli_in_process.py: the same ``main``).
 
 Every expectation comes from the conformance files; every bad input must end in one stderr line
 with the documented exit code and never a traceback.
@@ -14,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.cli_in_process import run_in_process
 
 CLI = [sys.executable, "-m", "evalquality_core"]
 _FAILURE_LINE = re.compile(r"^eval-quality: (?P<code>[a-z-]+): (?P<path>EvalContract[^:]*): (?P<detail>.+)$")
@@ -37,8 +40,7 @@ def test_every_dev_corpus_contract(conformance: Path) -> None:
     entries = json.loads((conformance / "corpus-dev/expected-compile.json").read_text())["entries"]
     contracts = [entry for entry in entries if entry["kind"] == "contract"]
     assert contracts
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda e: run("compile", "--in", str(conformance / "corpus-dev" / e["path"])), contracts))
+    results = [run_in_process("compile", "--in", str(conformance / "corpus-dev" / e["path"])) for e in contracts]
     for entry, result in zip(contracts, results, strict=True):
         if entry["expect"] == "compiles":
             assert result.returncode == 0, result.stderr
@@ -109,19 +111,20 @@ def _no_witness_contract(conformance: Path) -> bytes:
 
 
 def test_strict_inputs_flags_last_one_wins(conformance: Path) -> None:
+    # Flag parsing is a decision of the command, not of the process: in process (tests/cli_in_process.py).
     data = _no_witness_contract(conformance)
-    assert run("compile", stdin=data).returncode == 4
-    assert run("compile", "--no-strict-inputs", stdin=data).returncode == 0
-    assert run("compile", "--no-strict-inputs", "--strict-inputs", stdin=data).returncode == 4
-    assert run("compile", "--strict-inputs", "--no-strict-inputs", "--strict", stdin=data).returncode == 0
-    assert run("seal", "--no-strict-inputs", stdin=data).returncode == 0
+    assert run_in_process("compile", stdin=data).returncode == 4
+    assert run_in_process("compile", "--no-strict-inputs", stdin=data).returncode == 0
+    assert run_in_process("compile", "--no-strict-inputs", "--strict-inputs", stdin=data).returncode == 4
+    assert run_in_process("compile", "--strict-inputs", "--no-strict-inputs", "--strict", stdin=data).returncode == 0
+    assert run_in_process("seal", "--no-strict-inputs", stdin=data).returncode == 0
 
 
 def test_compile_output_is_a_fixed_point(conformance: Path) -> None:
     source = json.loads((conformance / "chains/skill-defect/eval-contract.json").read_text())
     pretty = json.dumps(source, indent=3).encode()  # key order and whitespace of the input do not matter
-    once = run("compile", stdin=pretty)
-    twice = run("compile", stdin=once.stdout)
+    once = run_in_process("compile", stdin=pretty)
+    twice = run_in_process("compile", stdin=once.stdout)
     assert once.returncode == twice.returncode == 0
     assert once.stdout == twice.stdout
 

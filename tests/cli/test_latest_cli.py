@@ -1,19 +1,20 @@
-"""``../shared/conformance/latest/`` through the command line (issue 11), as real child processes: compile of every
-contract as ``expected-compile.json`` says, the byte-identical brief, the skill-defect chain's pre-flight and score
-(``expected.json``), and 7.0.0's rule that every input's stamp is checked before any input's shape."""
+"""``../shared/conformance/latest/`` through the command line (issue 11): compile of every contract as
+``expected-compile.json`` says (in process: 21 verdicts of one command, tests/cli_in_process.py), and as real
+child processes the byte-identical brief, the skill-defect chain's pre-flight and score (``expected.json``),
+and 7.0.0's rule that every input's stamp is checked before any input's shape."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli.test_score import sealed_with_corpus
+from tests.cli_in_process import run_in_process
 from tests.conftest import CONFORMANCE
 
 LATEST = CONFORMANCE / "latest"
@@ -38,8 +39,7 @@ def latest() -> Path:
 
 def test_compile_every_contract_as_the_index_says() -> None:
     entries = [e for e in _load(LATEST / "corpus-dev/expected-compile.json")["entries"] if e["kind"] == "contract"]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda e: run("compile", "--in", str(LATEST / "corpus-dev" / e["path"])), entries))
+    results = [run_in_process("compile", "--in", str(LATEST / "corpus-dev" / e["path"])) for e in entries]
     for entry, result in zip(entries, results, strict=True):
         raw = (LATEST / "corpus-dev" / entry["path"]).read_bytes()
         if entry["expect"] == "compiles":
