@@ -39,6 +39,9 @@ from typing import Any
 
 PROJECT = Path(__file__).resolve().parent.parent
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import record  # noqa: E402  (beside this script)
+
 
 def _most_at_once(rows: list[dict[str, Any]]) -> int:
     events = sorted([(row["started"], 1) for row in rows] + [(row["ended"], -1) for row in rows])
@@ -121,6 +124,10 @@ def main() -> None:
         print("ratio = legs' window / (N * t / c); ideal_measured_calls_s = calls * mean call / c")
         if args.json:
             print(json.dumps(rows, indent=1))
+        record(__file__, baseline="the ideal night N*t/c (legs x latency / vendor limit)",
+               ratios={f"{row['night']}: legs' window / ideal": row["ratio"] for row in rows},
+               figures={f"{row['night']}: {name}": row[name] for row in rows
+                        for name in ("legs", "calls", "ideal_s", "legs_window_s", "mean_call_s", "most_at_once")})
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

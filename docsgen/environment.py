@@ -41,6 +41,15 @@ EVALQUALITY_VARIABLES: tuple[Variable, ...] = (
     Variable("EVALQUALITY_PROGRESS_SECONDS", "`30`",
              "on a console that is not a terminal, one progress line this often; `0` turns it off "
              "(`flows/watch.py`)"),
+    Variable("EVALQUALITY_NIGHT_SECONDS", "unset (no limit)",
+             "a wall-clock budget for one strength night; legs not started when it is spent are left for the "
+             "next run, which resumes from the leg cache; exit 69 (`flows/night.py`, `--night-seconds` wins)"),
+    Variable("EVALQUALITY_NIGHT_COST", "unset (no limit)",
+             "a cost budget for one strength night, charged per attempt at each target's `cost_per_leg` "
+             "(`flows/night.py`, `--night-cost` wins)"),
+    Variable("EVALQUALITY_ATTEMPT", "set by the harness",
+             "given to an agent target whose registry entry permits the key: the attempt number of a retried "
+             "leg (`tasks/agent_legs.py`)"),
     Variable("EVALQUALITY_NIGHTLY_TIMEZONE", "`UTC`",
              "the time zone of the nightly deployment's cron schedule; `--timezone` wins (`deployments/nightly.py`)"),
     Variable("EVALQUALITY_EMBEDDED_API_URL", "set by the flows",

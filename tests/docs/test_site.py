@@ -52,3 +52,25 @@ def test_a_broken_link_fails_strict(tmp_path: Path) -> None:
     done = build(config, tmp_path / "site")
     assert done.returncode != 0
     assert "gone.md" in done.stderr, done.stderr[-3000:]
+
+
+def _nav_pages(entries: object) -> set[str]:
+    """Every page path the ``nav`` of mkdocs.yml names, at any depth."""
+    if isinstance(entries, str):
+        return {entries}
+    if isinstance(entries, list):
+        return set().union(*(_nav_pages(entry) for entry in entries)) if entries else set()
+    if isinstance(entries, dict):
+        return set().union(*(_nav_pages(value) for value in entries.values())) if entries else set()
+    return set()
+
+
+def test_every_page_of_the_site_is_in_its_navigation() -> None:
+    # Strict lets a page outside nav through (so branches can add pages); the merged site must list them all.
+    import yaml
+
+    nav = yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    pages = {path.relative_to(PROJECT_ROOT / "docs").as_posix() for path in (PROJECT_ROOT / "docs").rglob("*.md")}
+    named = _nav_pages(nav)
+    assert pages - named == set(), "pages missing from mkdocs.yml nav"
+    assert named - pages == set(), "nav names pages that do not exist"
