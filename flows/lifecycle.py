@@ -333,7 +333,7 @@ def api_refusal(problem: BaseException) -> str | None:
                     return (
                         f"the embedded Prefect server ({url}) {what} for {request}; run again (legs already "
                         "answered come from the leg cache), and run nights of this size on a server of its own "
-                        "(README: Scaling out)"
+                        "(docs/how-to/deployments.md: Scaling out)"
                     )
                 return (
                     f"PREFECT_API_URL={url} {what} for {request}; "

@@ -1,6 +1,6 @@
 """``eval-quality suite check DIR``: every authoring step's check, in the order a suite is built.
 
-Each step either holds (a one-line detail) or is the first problem, named with the fix (README "Bring
+Each step either holds (a one-line detail) or is the first problem, named with the fix (docs/tutorials/first-suite.md, "Bring
 your own system"). The steps, in order:
 
 1. ``folder``     — the files and folders a suite holds are there;
@@ -185,7 +185,7 @@ def _probes(root: Path) -> str:
             codes = ", ".join(sorted({failure.code for failure in gate.failures}))
             raise _Problem(f"{path.name}: the qualification gate refuses it ({codes})",
                            "sign the defect on a response-side channel (stdout, stderr or the exit code), not an "
-                           "artifact (README 'Bring your own system', step 7); a refused probe scores Invalid (exit 3)")
+                           "artifact (docs/reference/suite-format.md, item 7); a refused probe scores Invalid (exit 3)")
     if pending:
         raise _Problem(f"{', '.join(pending)} lack derived fields", "run `eval-quality suite generate DIR`")
     return f"{len(paths)} probe(s) read, each with one designated oracle, and qualify"
