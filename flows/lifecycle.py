@@ -168,11 +168,11 @@ def start_flow_main(prog: str, concurrency: int | None) -> FlowSettings:
 
 def check_leg_cache(prog: str, settings: FlowSettings) -> None:
     """Open the leg cache the run will use once, before any task runs: a broken database is moved aside
-    and rebuilt (one warning line, tasks/leg_cache.py); a cache that cannot be used at all (a diskcache
+    and rebuilt (one warning line, tasks/leg_cache/sqlite.py); a cache that cannot be used at all (a diskcache
     home that cannot be written, a PostgreSQL server that refuses or cannot be reached) is one line and
     exit 74, before every leg's task run fails with it."""
     from tasks.leg_cache import LegCache, LegCacheUnusable
-    from tasks.leg_cache_postgres import PostgresLegStore, is_postgres_url
+    from tasks.leg_cache.postgres import PostgresLegStore, is_postgres_url
 
     try:
         if is_postgres_url(settings.leg_cache):
