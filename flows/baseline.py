@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.output import write_atomically
 from flows.report import PreflightRun
+from tasks.output import write_atomically
 
 EXIT_MATCHED = 0
 EXIT_MOVED = 2

@@ -83,7 +83,6 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
-from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, choose_suites, flow_run_settings, load_settings
@@ -118,11 +117,12 @@ from flows.strength_report import (
     publish_artifacts,
     write_html_report,
 )
-from flows.suites import Suite, load_suites
 from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.caching import stored_result
 from tasks.contract import compile_task, seal_task
+from tasks.output import write_artifact, write_atomically
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+from tasks.suites import Suite, load_suites
 from tasks.trials import (
     SealedTrial,
     TrialAnswer,

@@ -41,8 +41,8 @@ from evalquality_core.mutants.evaluator_strength import (
 )
 from evalquality_core.mutants.generate import Generation
 from evalquality_core.suite.mutants import as_mutation, mutant_staged_digest, system_members
-from flows.suites import Suite
 from tasks.caching import stored_result
+from tasks.suites import Suite
 from tasks.trials import TrialAnswer, TrialFaultNote, TrialJob, run_trial, seal_record, trial_key
 
 

@@ -102,9 +102,7 @@ from flows.lifecycle import (
     start_flow_main,
 )
 from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
-from flows.output import write_artifact
 from flows.settings import flow_run_settings
-from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from flows.watch import tag_flow_run
 from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable, close_leg_cache
 from tasks.mutants import (
@@ -126,7 +124,9 @@ from tasks.mutants import (
     store_outcomes,
     stored_outcomes,
 )
+from tasks.output import write_artifact
 from tasks.preflight import LegJob, abort_event, leg_key, release_invocation, spawn_leg
+from tasks.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.workspace import reclaim_workspaces
 
 PROG = "python -m flows.mutants"

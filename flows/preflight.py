@@ -52,7 +52,6 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
-from flows.output import write_artifact
 from flows.report import (
     PreflightRun,
     ProbePreflight,
@@ -64,7 +63,6 @@ from flows.report import (
     summary_line,
 )
 from flows.settings import FlowSettings, choose_suites, flow_run_settings
-from flows.suites import Suite, load_suites
 from flows.watch import (
     GateMoved,
     LegProgress,
@@ -75,6 +73,7 @@ from flows.watch import (
 )
 from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_cache
+from tasks.output import write_artifact
 from tasks.preflight import (
     LegJob,
     abort_event,
@@ -85,6 +84,7 @@ from tasks.preflight import (
     release_invocation,
     spawn_leg,
 )
+from tasks.suites import Suite, load_suites
 from tasks.workspace import reclaim_workspaces
 
 __all__ = ["SCOPES", "SUITE_ROW", "main", "preflight", "run_preflight_flow", "verdict_path"]

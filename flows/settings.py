@@ -151,7 +151,7 @@ def _use_quiet_logging_file(prefect_home: Path) -> None:
         text = yaml.safe_dump(config, sort_keys=False)
         if not target.exists() or target.read_text() != text:
             # Written whole and renamed into place: flows starting together never read half a file.
-            from flows.output import write_atomically
+            from tasks.output import write_atomically
 
             write_atomically(target, text.encode())
     except (OSError, yaml.YAMLError):  # Prefect's file unreadable, or our home not writable: its defaults

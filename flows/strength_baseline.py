@@ -37,7 +37,6 @@ from evalquality_core.printable import printable
 from evalquality_core.registries import ProbeClass, Verdict
 from evalquality_core.suite.load import SuiteError, read_suite_bytes
 from flows.lifecycle import FlowArgumentParser, crash_exit
-from flows.output import write_atomically
 from flows.strength_document import (
     CONTRACT_STRENGTH_FILE,
     VECTOR_CLASSES,
@@ -46,6 +45,7 @@ from flows.strength_document import (
     SuiteStrength,
     read_suite_strength,
 )
+from tasks.output import write_atomically
 
 #: The baseline's file name under the corpus root (harness.md A.5).
 BASELINE_FILE = "expected-strength.json"

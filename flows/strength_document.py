@@ -25,7 +25,7 @@ from evalquality_core.artifacts.base import (
 )
 from evalquality_core.canonical import scan_json
 from evalquality_core.registries import ProbeClass, Verdict
-from flows.output import write_artifact
+from tasks.output import write_artifact
 
 #: File name of the per-suite document (harness.md A.4 step 3).
 CONTRACT_STRENGTH_FILE = "contract-strength.json"

@@ -49,7 +49,6 @@ from urllib.parse import quote
 
 from evalquality_core.printable import html_literal, markdown_literal, printable
 from flows.lifecycle import EXIT_IO, FlowInputError
-from flows.output import write_atomically
 from flows.strength_baseline import GateResult
 from flows.strength_document import (
     VECTOR_CLASSES,
@@ -58,6 +57,7 @@ from flows.strength_document import (
     StrengthVector,
     SuiteStrength,
 )
+from tasks.output import write_atomically
 
 REPORT_FILE = "strength-report.html"
 #: Key of the Prefect link artifact pointing at the HTML report.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flows.suites import find_suites, load_suites
+from tasks.suites import find_suites, load_suites
 from tests.fixtures.skill_suite import build_skill_suite
 
 
