@@ -46,9 +46,7 @@ from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
-from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
@@ -56,22 +54,16 @@ from evalquality_core.artifacts.evidence import EvidenceArtifact
 from evalquality_core.artifacts.isolation import IsolationManifest
 from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
 from evalquality_core.artifacts.run_record import SealedRunRecord
-from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
-    digest_bytes,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.printable import printable
 from evalquality_core.suite.load import (
     SuiteError,
-    read_suite_bytes,
-    read_suite_toml,
-    suite_file_or_fallback,
 )
-from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -119,9 +111,18 @@ from flows.strength_report import (
 )
 from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.caching import stored_result
-from tasks.contract import compile_task, seal_task
 from tasks.output import write_artifact, write_atomically
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+from tasks.suite_run import (
+    Answered,
+    PreparedSuite,
+    TrialSet,
+    load_trials,
+    prepare_suite,
+    read_artifact_file,
+    trial_context,
+    write_sealed_trial,
+)
 from tasks.suites import Suite, load_suites
 from tasks.trials import (
     SealedTrial,
@@ -139,8 +140,6 @@ __all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
 BRIEF_FILE = "sealed-evaluator-brief.json"
 AGGREGATE_FILE = "strength-aggregate.json"
 COST_FILE = "preflight-cost.json"
-POLICY_FILE = "scoring-policy.json"
-SUITE_SETTINGS_FILE = "suite.toml"
 
 
 @dataclass(frozen=True)
@@ -178,69 +177,6 @@ class StrengthRun:
 
 
 # -------------------------------------------------------------------------------------- inputs
-
-
-def _read(model: type, path: Path) -> Any:
-    """A strict read of one JSON artifact under the input size cap; a fault or refusal names the file."""
-    return read_artifact(model, scan_json(read_suite_bytes(path), str(path)), str(path))
-
-
-def corpus_digest_of(directory: Path) -> str:
-    """The directory digest of a suite's evaluation corpus (``evalquality_core.suite.load.CORPUS_MEMBERS``; ``eval-quality suite digest``)."""
-    return suite_corpus_digest(directory)
-
-
-@dataclass(frozen=True)
-class TrialSet:
-    """One probe's stored trials: the sealed run records in trial order, and the first trial's
-    isolation manifest and evaluator configuration (one of each per call, as the ``score`` CLI takes)."""
-
-    records: tuple[Any, ...]
-    isolation_manifest: Any | None
-    evaluator_configuration: Any | None
-
-
-def load_trials(directory: Path) -> TrialSet:
-    """``trials/<probe>/trial-N/`` in N order; ``ValueError`` when there is none."""
-    trial_dirs = sorted(
-        (p for p in directory.glob("trial-*") if p.is_dir() and p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
-    )
-    if not trial_dirs:
-        raise ValueError(f"{directory}: no stored trial (trial-N/sealed-run-record.json)")
-    records = tuple(_read(SealedRunRecord, d / "sealed-run-record.json") for d in trial_dirs)
-    first = trial_dirs[0]
-    manifest = first / "isolation-manifest.json"
-    configuration = first / "evaluator-configuration.json"
-    return TrialSet(
-        records,
-        _read(IsolationManifest, manifest) if manifest.is_file() else None,
-        _read(EvaluatorConfiguration, configuration) if configuration.is_file() else None,
-    )
-
-
-def policy_of(suite: Suite, suites_dir: Path) -> Any:
-    """The suite's own ``scoring-policy.json``, else the corpus-wide one beside the suites folder."""
-    path = suite_file_or_fallback(suite.directory, POLICY_FILE, suites_dir.parent)
-    if path is None:
-        raise ValueError(
-            f"no scoring policy: put one at {suite.directory / POLICY_FILE} (the suite's own; "
-            f"`eval-quality suite init` writes one) or a corpus-wide one at {suites_dir.parent / POLICY_FILE}"
-        )
-    return _read(ScoringPolicy, path)
-
-
-def floors_of(directory: Path) -> dict[str, float]:
-    """The suite's strength floors: ``suite.toml``'s ``[floors]`` table (``defect``, ``gameability``,
-    ``zero-action``; numbers in [0, 1]), ``{}`` when the suite declares none (every decision ``undeclared``).
-
-    A malformed table raises ``RuntimeFault`` naming ``suite.toml`` and the key, so the suite is reported
-    as could-not-run (exit 2) rather than measured against a floor nobody meant.
-    """
-    path = directory / SUITE_SETTINGS_FILE
-    if not path.is_file():
-        return {}
-    settings = read_suite_toml(path)  # parsed once per run, nesting bounded; a refusal is a SuiteError
-    return check_floors(settings.get("floors", {}), f"{path}[floors]")
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -327,7 +263,7 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
             checks.append((StrengthAggregate, folder / AGGREGATE_FILE))
         for model, path in checks:
             try:
-                _read(model, path)
+                read_artifact_file(model, path)
             except (EvalQualityFault, SuiteError, OSError) as fault:
                 failures.append(f"{path}: {fault}")
         try:
@@ -404,7 +340,7 @@ def contract_strength(
     # One suite-wide pre-flight row per suite (probe "*"): every probe of the suite is scored under it.
     rows = {row.suite: row for row in pre.probes if row.probe_id == SUITE_ROW}
 
-    prepared: dict[str, _PreparedSuite] = {}
+    prepared: dict[str, PreparedSuite] = {}
     submitted: dict[tuple[str, str], Any] = {}
     trial_counts: dict[tuple[str, str], int] = {}
     probe_problems: dict[tuple[str, str], str] = {}
@@ -413,7 +349,7 @@ def contract_strength(
     faults = 0
     for suite in suites:
         try:
-            prepared[suite.name] = _prepare_suite(suite, suites_root)
+            prepared[suite.name] = prepare_suite(suite, suites_root)
             if trials == "live":
                 live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
@@ -522,47 +458,9 @@ def _probe_details(
     return details
 
 
-@dataclass(frozen=True)
-class _PreparedSuite:
-    """A suite's compiled contract, sealed brief, scoring policy, corpus digest and floors."""
-
-    contract: Any
-    brief: Any
-    policy: Any
-    corpus_digest: str
-    floors: Mapping[str, float]
-    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
-    contract_wire: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
-    """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus.
-
-    The strength flow's task runs carry no tags (the flow run carries ``suite:<name>``): Prefect spends a
-    concurrency-slot round trip on every tagged task run, as the pre-flight flow found too.
-    """
-    floors = floors_of(suite.directory)
-    # An answered stage is read back without a task run (``stored_result``: same key, same checks).
-    # Looked up through the very task copy that would run (its storage is where it would look).
-    compiling = compile_task.with_options(task_run_name=f"compile/{suite.name}")
-    hit, contract = stored_result(compiling, authored=suite.contract)
-    if not hit:
-        contract = compiling(suite.contract)
-    sealing = seal_task.with_options(task_run_name=f"seal/{suite.name}")
-    hit, brief = stored_result(sealing, contract=contract)
-    if not hit:
-        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
-        # field named ``keys`` (a reference set's) and fails. The task still receives the model
-        # (a direct call runs in this process: nothing is pickled).
-        brief = sealing(quote(contract))
-    return _PreparedSuite(
-        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
-    )
-
-
 def _submit_scores(
     suite: Suite,
-    prepared: _PreparedSuite,
+    prepared: PreparedSuite,
     rows: Mapping[str, ProbePreflight],
     trial_counts: dict[tuple[str, str], int],
     probe_problems: dict[tuple[str, str], str],
@@ -575,7 +473,7 @@ def _submit_scores(
     """
     submitted: dict[tuple[str, str], Any] = {}
     row = rows.get(suite.name)
-    verdict = None if row is None or row.verdict_file is None else _read(PreflightVerdict, Path(row.verdict_file))
+    verdict = None if row is None or row.verdict_file is None else read_artifact_file(PreflightVerdict, Path(row.verdict_file))
     for probe in suite.probes:
         key = (suite.name, probe["probeId"])
         if verdict is None:
@@ -640,38 +538,7 @@ class _LiveSuite:
     brief_digest: str
 
 
-@dataclass(frozen=True)
-class TrialContext:
-    """What every live trial of a suite shares: the evaluator command, the contract and sealed brief (wire)
-    and the digests a trial key holds, and the policy's ``minimumTrialCount`` (trials per probe)."""
-
-    command: Any
-    contract: Mapping[str, Any]
-    brief: Mapping[str, Any]
-    brief_digest: str
-    contract_digest: str
-    choices_digest: str
-    minimum: int
-
-
-def trial_context(suite: Suite, prepared: _PreparedSuite) -> TrialContext:
-    """The suite's :class:`TrialContext` (its ``suite.toml`` ``[evaluator]``, ``evaluator.json``, the policy)."""
-    from evalquality_core.suite.evaluator_protocol import evaluator_command_of
-
-    settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = read_suite_toml(settings_path) if settings_path.is_file() else {}
-    command = evaluator_command_of(settings, str(settings_path))
-    contract = dict(suite.contract)
-    brief = to_wire(prepared.brief)
-    choices = suite.directory / "evaluator.json"
-    return TrialContext(
-        command, contract, brief, digest_artifact(brief), digest_artifact(contract),
-        digest_bytes(read_suite_bytes(choices) if choices.is_file() else b""),
-        int(to_wire(prepared.policy)["minimumTrialCount"]),
-    )
-
-
-def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
+def _submit_trials(suite: Suite, prepared: PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
     """Submit ``run-trial`` for every probe of the suite and each trial index of its current sample."""
     from evalquality_core.suite import staging
 
@@ -763,24 +630,6 @@ def _collect_trials(
     return sets, spent, faults
 
 
-def write_sealed_trial(target: Path, trial: SealedTrial) -> None:
-    """Write one sealed trial's folder: actions, isolation manifest, evaluator configuration, run record."""
-    from evalquality_core.canonical import serialize_artifact
-
-    target.mkdir(parents=True, exist_ok=True)
-    write_atomically(target / "actions.jsonl", trial.actions)
-    write_atomically(target / "isolation-manifest.json", serialize_artifact(trial.isolation_manifest))
-    write_artifact(target / "evaluator-configuration.json", trial.evaluator_configuration)
-    write_artifact(target / "sealed-run-record.json", trial.record)
-
-
-@dataclass(frozen=True)
-class Answered:
-    """A stage answered from its stored result before submission (``tasks.caching.stored_result``): no task run."""
-
-    value: Any
-
-
 def _collect_scores(
     submitted: Mapping[tuple[str, str], Any], probe_problems: dict[tuple[str, str], str]
 ) -> tuple[dict[tuple[str, str], ProbeScore], int]:
@@ -811,7 +660,7 @@ def default_baseline(suites_root: Path) -> Path:
 def _suite_document(
     suite: Suite,
     out: Path,
-    prepared: _PreparedSuite,
+    prepared: PreparedSuite,
     rows: Mapping[str, ProbePreflight],
     scores: Mapping[tuple[str, str], ProbeScore],
     trial_counts: Mapping[tuple[str, str], int],

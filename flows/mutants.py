@@ -89,7 +89,6 @@ from evalquality_core.suite.mutants import (
     system_members,
     system_sources,
 )
-from evalquality_core.suite.staging import staged_digests
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -126,6 +125,7 @@ from tasks.mutants import (
 )
 from tasks.output import write_artifact
 from tasks.preflight import LegJob, abort_event, leg_key, release_invocation, spawn_leg
+from tasks.suite_run import work_digest_of
 from tasks.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.workspace import reclaim_workspaces
 
@@ -207,11 +207,6 @@ def _distinct_legs(plan: Any) -> list[tuple[str, Mapping[str, Any]]]:
             seen.add(identity)
             legs.append((leg.leg_id, leg.request))
     return legs
-
-
-def _work_digest(directory: Path) -> str:
-    """The digest of the staged ``work/`` (the fixtures), computed in place without staging."""
-    return staged_digests(directory, [None])[None][1]
 
 
 def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, settings: Mapping[str, Any]) -> LegJob:
@@ -367,7 +362,7 @@ def run_suite(
     if faulted:
         return SuiteResult(suite.name, problem=f"clean leg {faulted[0]} faulted: {clean[faulted[0]].fault}")
     # Every mutant: its outcomes from the outcome store, else the legs (and the plan) that reach a mutated line.
-    work_digest = _work_digest(suite.directory)
+    work_digest = work_digest_of(suite.directory)
     context = outcome_context(core.targets_text, work_digest)
     identity = {leg_id: run_identity(leg_id, [request], [clean[leg_id].observation or {}]) for leg_id, request in legs}
     plan_identity = run_identity("plan", planned, clean_plan.observations)

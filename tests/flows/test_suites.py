@@ -44,7 +44,7 @@ def test_the_policy_comes_from_the_suite_else_beside_the_suites_folder(tmp_path)
 
     import pytest
 
-    from flows.contract_strength import policy_of
+    from tasks.suite_run import policy_of
 
     project = Path(__file__).resolve().parents[2]
     suites = tmp_path / "suites"
