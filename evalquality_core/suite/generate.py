@@ -289,7 +289,7 @@ def check_authored_probe(probe: Any, path: Path) -> None:
     """Refuse a probe that does not read as a Probe, naming EVERY missing or wrong field (one line)."""
     from pydantic import ValidationError
 
-    from evalquality_core.artifacts.base import _error_path
+    from evalquality_core.artifacts.base import error_path
 
     try:
         read_artifact(Probe, probe, "Probe")
@@ -299,7 +299,7 @@ def check_authored_probe(probe: Any, path: Path) -> None:
             try:
                 Probe.model_validate(probe, by_alias=True, by_name=False)
             except ValidationError as exc:
-                problems = [f"{_error_path('Probe', tuple(e['loc']), probe)}: {e['msg']}" for e in exc.errors()]
+                problems = [f"{error_path('Probe', tuple(e['loc']), probe)}: {e['msg']}" for e in exc.errors()]
             except Exception:  # noqa: BLE001 — the first line is still the answer
                 pass
         count = f" ({len(problems)} problems)" if len(problems) > 1 else ""
