@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evalquality_core.canonical.digest import digest_artifact
-from evalquality_core.coverage.coverage import CoverageGap, coverage_gaps
+from evalquality_core.coverage.coverage import UnsatisfiedRule, coverage_gaps
 from evalquality_core.evaluate import (
     as_wire,
     resolution_context,
@@ -46,7 +46,7 @@ from evalquality_core.score.outcome import (
 )
 from evalquality_core.score.qualification import Qualification, qualify_probe
 from evalquality_core.score.strength import (
-    ClassStrength,
+    ClassTally,
     ProbeStrengthInput,
     comparability_key,
     is_comparable,
@@ -54,7 +54,7 @@ from evalquality_core.score.strength import (
     strength_note,
     strength_vector,
 )
-from evalquality_core.score.trials import TrialSetResult, TrialVote, reduce_trial_set, trial_vote
+from evalquality_core.score.trials import TrialSetResult, Vote, reduce_trial_set, trial_vote
 from evalquality_core.score.witness import (
     HomeOperation,
     WitnessMatch,
@@ -93,16 +93,16 @@ class TrialScore:
     trial_index: int
     outcomes: tuple[ScoredOutcome, ...]
     witness: WitnessMatch | None
-    vote: TrialVote | None
+    vote: Vote | None
 
 
 @dataclass(frozen=True)
-class StrengthBlock:
+class ScoredStrength:
     """The emitted strength block (§5.3)."""
 
     denominator: str
     basis: Literal["measured", "reconstructed"]
-    vector: Mapping[str, ClassStrength | None]
+    vector: Mapping[str, ClassTally | None]
     comparable: bool
     note: str
 
@@ -135,8 +135,8 @@ class ScoreResult:
     reduction: TrialSetResult
     completed: int
     completed_attempts: tuple[int, ...]
-    strength: StrengthBlock
-    coverage_gaps: tuple[CoverageGap, ...]
+    strength: ScoredStrength
+    coverage_gaps: tuple[UnsatisfiedRule, ...]
     #: Ids of every finding with ``oracleId: null``, each trial's sorted, concatenated across trials.
     uncited_findings: tuple[str, ...]
     #: Uncited defect findings as ``{findingId, observationIds, quotedEvidence, severity}``, by id.
@@ -370,7 +370,7 @@ def score(
         [ProbeStrengthInput(p["probeId"], p["probeClass"], p["expectedClean"], qualification.qualified, reduction)]
     )
     minimum = pol["minimumTrialCount"]
-    strength = StrengthBlock(
+    strength = ScoredStrength(
         denominator=strength_denominator(completed),
         basis="measured",
         vector=vector,

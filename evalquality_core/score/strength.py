@@ -25,7 +25,7 @@ Dominance = Literal["a-dominates-b", "b-dominates-a", "equivalent", "incomparabl
 
 
 @dataclass(frozen=True)
-class ClassStrength:
+class ClassTally:
     """One class entry of the vector."""
 
     caught: int
@@ -55,9 +55,9 @@ def _rate(caught: int, exercised: int) -> float | int | None:
     return int(rate) if rate.is_integer() else rate  # 1, not 1.0: JSON numbers carry no float tag
 
 
-def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, ClassStrength | None]:
+def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, ClassTally | None]:
     """Per class: None without an eligible probe, else unique exercised / caught probe ids and the rate."""
-    vector: dict[ProbeClass, ClassStrength | None] = {}
+    vector: dict[ProbeClass, ClassTally | None] = {}
     for cls in VECTOR_CLASSES:
         eligible = [p for p in probes if p.qualified and not p.expected_clean and p.probe_class == cls]
         if not eligible:
@@ -65,7 +65,7 @@ def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, Cl
             continue
         exercised = {p.probe_id for p in eligible if p.result.exercised}
         caught = {p.probe_id for p in eligible if p.result.exercised and p.result.caught}
-        vector[cls] = ClassStrength(len(caught), len(exercised), _rate(len(caught), len(exercised)))
+        vector[cls] = ClassTally(len(caught), len(exercised), _rate(len(caught), len(exercised)))
     return vector
 
 
