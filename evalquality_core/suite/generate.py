@@ -50,8 +50,8 @@ from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, run_staged
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
-    Suite,
     SuiteError,
+    SuiteFiles,
     adapter_for,
     load_mutations,
     load_suite,
@@ -157,7 +157,7 @@ def _naive(contract: Mapping[str, Any], check: Mapping[str, Any], observations: 
 
 
 def evidence_document(
-    suite: Suite, probe: Mapping[str, Any], arm: str, mutation: Mutation | None, observations: list[dict[str, Any]],
+    suite: SuiteFiles, probe: Mapping[str, Any], arm: str, mutation: Mutation | None, observations: list[dict[str, Any]],
     system_digest: str, oracle_id: str,
 ) -> dict[str, Any]:
     """One arm's qualification evidence: what ran, what came back, and what our evaluator made of it.
@@ -192,7 +192,7 @@ def _expect(condition: bool, reason: str) -> None:
         raise GenerationError(reason)
 
 
-def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list, list, str, str, bytes]:
+def mutation_cycle(suite: SuiteFiles, mutation: Mutation, adapter: Any) -> tuple[list, list, str, str, bytes]:
     """The performed cycle in a disposable copy: clean, mutate, mutated, restore + compare, clean again.
 
     Returns (clean observations, mutated observations, clean system digest, mutated system digest,
@@ -306,7 +306,7 @@ def check_authored_probe(probe: Any, path: Path) -> None:
         raise GenerationError(f"{path}: {fault.code}: " + "; ".join(problems) + count) from None
 
 
-def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
+def generate_probe(suite: SuiteFiles, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
     """Check one probe, produce its evidence and its updated probe bytes into ``out``."""
     probe = with_derived_placeholders(read_suite_json(probe_path))
     check_authored_probe(probe, probe_path)
@@ -405,7 +405,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.files[probe_path] = pretty(probe)
 
 
-def _check_borrowed(suite: Suite, source: str, out: Output) -> None:
+def _check_borrowed(suite: SuiteFiles, source: str, out: Output) -> None:
     """A suite that declares ``probes-from = "<sibling suite>"`` (a deliberately weak contract over another
     suite's probes): its probe and mutation files must equal the sibling's byte for byte. Their evidence
     was earned against the sibling's contract; this contract may be too weak to earn it, which is what
