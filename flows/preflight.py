@@ -40,7 +40,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from evalquality_core.printable import printable
-from flows.baseline import GateResult, gate
+from flows.baseline import PreflightGate, gate
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -204,7 +204,7 @@ def preflight(
         if row.outcome.startswith("fault"):
             log.warning(f"{row.suite}/{row.probe_id}: {row.outcome}")
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
-    result: GateResult | None = None
+    result: PreflightGate | None = None
     if baseline is not None:
         result = gate(run, Path(baseline), update=update_baseline)
         run = PreflightRun(run.probes, run.failures, run.distinct_spawns, run.wall_seconds, result.exit_code, result.lines)
@@ -218,7 +218,7 @@ def preflight(
     return Completed(message=summary_line(run), data=run)
 
 
-def gate_message(result: GateResult) -> str:
+def gate_message(result: PreflightGate) -> str:
     """One line naming what moved: the first difference, and how many more there are."""
     lines = [line for line in result.lines if line]
     first = lines[0] if lines else "the baseline gate did not match"
