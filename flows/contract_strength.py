@@ -16,7 +16,7 @@ The run (harness.md A.4, full mode), per suite under the corpus:
 4. ``aggregate-strength`` over the suite's evidence against the suite's floors (``suite.toml``
    ``[floors]``, e.g. ``defect = 0.8``): ``strength-aggregate.json``, whose classes and floor decisions
    the document carries and the gate compares;
-5. ``contract-strength.json`` (``flows/strength_document.py``); the gate against
+5. ``contract-strength.json`` (``evalquality_core/artifacts/contract_strength.py``); the gate against
    ``corpus/expected-strength.json`` (``flows/strength_baseline.py``); the Prefect artifacts and the
    HTML report (``flows/strength_report.py``); ``preflight-cost.json`` only when a leg was spawned, so a
    cached run never overwrites the record of the run that spent the time.
@@ -49,8 +49,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
+from evalquality_core.artifacts.contract_strength import (
+    CONTRACT_STRENGTH_FILE,
+    DOCUMENT_KIND,
+    DOCUMENT_VERSION,
+    AggregateClasses,
+    FloorDecision,
+    ProbeStrength,
+    SuiteStrength,
+    rate_of,
+)
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
-from evalquality_core.artifacts.evidence import EvidenceArtifact
+from evalquality_core.artifacts.evidence import ClassStrength, EvidenceArtifact, StrengthVector
 from evalquality_core.artifacts.isolation import IsolationManifest
 from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
 from evalquality_core.artifacts.run_record import SealedRunRecord
@@ -85,20 +95,6 @@ from flows.strength_baseline import (
     read_baseline,
     update_baseline,
 )
-from flows.strength_document import (
-    CONTRACT_STRENGTH_FILE,
-    DOCUMENT_KIND,
-    DOCUMENT_VERSION,
-    AggregateClasses,
-    ClassStrength,
-    FloorDecision,
-    ProbeStrength,
-    StrengthVector,
-    SuiteStrength,
-    rate_of,
-    read_suite_strength,
-    write_suite_strength,
-)
 from flows.strength_report import (
     HISTORY_FILE,
     ProbeDetail,
@@ -113,6 +109,7 @@ from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name,
 from tasks.caching import stored_result
 from tasks.output import write_artifact, write_atomically
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+from tasks.strength_document import read_suite_strength, write_suite_strength
 from tasks.suite_run import (
     Answered,
     PreparedSuite,

@@ -668,9 +668,9 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
     (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
     (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under
-    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (flows/strength_document.py) and one line per suite that could not be measured."""
+    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (evalquality_core/artifacts/contract_strength.py) and one line per suite that could not be measured."""
+    from evalquality_core.artifacts.contract_strength import generated_strength_of
     from evalquality_core.suite.mutants import nightly_settings
-    from flows.strength_document import generated_strength_of
 
     lines: dict[str, Any] = {}
     problems: list[str] = []

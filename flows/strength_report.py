@@ -47,16 +47,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from evalquality_core.artifacts.contract_strength import VECTOR_CLASSES, GeneratedTrialStrength, SuiteStrength
+from evalquality_core.artifacts.evidence import ClassStrength, StrengthVector
 from evalquality_core.printable import html_literal, markdown_literal, printable
 from flows.lifecycle import EXIT_IO, FlowInputError
 from flows.strength_baseline import GateResult
-from flows.strength_document import (
-    VECTOR_CLASSES,
-    ClassStrength,
-    GeneratedTrialStrength,
-    StrengthVector,
-    SuiteStrength,
-)
 from tasks.output import write_atomically
 
 REPORT_FILE = "strength-report.html"
