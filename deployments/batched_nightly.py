@@ -52,7 +52,8 @@ from flows.contract_strength import check_written, contract_strength, default_ba
 from flows.lifecycle import FlowArgumentParser, crash_exit
 from flows.settings import load_settings
 from flows.strength_baseline import GateResult, compare_with_baseline, read_baseline, update_baseline
-from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
+from flows.strength_html import write_html_report
+from flows.strength_report import RunCounts, StrengthReport, publish_artifacts
 from tasks.output import write_artifact
 from tasks.strength_document import read_suite_strength
 from tasks.suites import find_suites

@@ -95,15 +95,14 @@ from flows.strength_baseline import (
     read_baseline,
     update_baseline,
 )
+from flows.strength_html import mutations_of, write_html_report
 from flows.strength_report import (
     HISTORY_FILE,
     ProbeDetail,
     RunCounts,
     StrengthReport,
     load_history,
-    mutations_of,
     publish_artifacts,
-    write_html_report,
 )
 from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.caching import stored_result
