@@ -337,13 +337,7 @@ def score(
     signed = not p["expectedClean"] and p.get("defectSignature") is not None
     home = resolve_home_operation(c, p["defectSignature"]) if signed else None
     qualification = qualify_probe(p, home)
-    judge_conduct: JudgeConduct = (
-        "absent"
-        if not c.get("rubrics")
-        else "malformed"
-        if any(cond.kind == "judge-result-unscored" for t in ordered for cond in t.conditions)
-        else "conforming"
-    )
+    judge_conduct = _judge_conduct(c, ordered)
     trial_scores = tuple(
         _score_trial(
             c,
@@ -365,58 +359,14 @@ def score(
     completed = len(ordered)
     admitted = (p["probeId"],) if qualification.qualified else ()
     excluded = () if qualification.qualified else (p["probeId"],)
-    unreached = [o.oracle_id for o in outcomes if o.state == "unreached"]
-    vector = strength_vector(
-        [ProbeStrengthInput(p["probeId"], p["probeClass"], p["expectedClean"], qualification.qualified, reduction)]
-    )
     minimum = pol["minimumTrialCount"]
-    strength = ScoredStrength(
-        denominator=strength_denominator(completed),
-        basis="measured",
-        vector=vector,
-        comparable=is_comparable(completed, minimum, unreached),
-        note=strength_note(len(admitted), completed, minimum, unreached),
-    )
+    strength = _scored_strength(p, qualification, reduction, outcomes, completed, minimum)
     gaps = tuple(coverage_gaps(c))
     mode: RunMode = ordered[0].mode if ordered else "production"  # type: ignore[assignment]
     recommendation = ordered[0].evaluator_recommendation if ordered else "PASS"
-    all_findings = [f for t in ordered for f in t.findings]
-    uncited = tuple(
-        fid for t in ordered for fid in sorted(f["findingId"] for f in t.findings if f["oracleId"] is None)
-    )
-    uncited_gaps = tuple(
-        sorted(
-            (
-                {
-                    "findingId": f["findingId"],
-                    "observationIds": list(f["observationIds"]),
-                    "quotedEvidence": [dict(q) for q in f["quotedEvidence"]],
-                    "severity": f["severity"],
-                }
-                for f in all_findings
-                if f["findingType"] == "defect" and f["oracleId"] is None
-            ),
-            key=lambda g: g["findingId"],
-        )
-    )
+    uncited, uncited_gaps = _uncited_findings(ordered)
     policy_digest = digest_artifact(pol)
-    ladder_inputs = LadderInputs(
-        outcomes=outcomes,
-        preflight_passed=bool(pre["passed"]),
-        invalidated_attempts=len(reduction.invalidated_attempts),
-        severity_floor=pol["severityFloor"],
-        re_execution_cap=pol["reExecutionCap"],
-        confidence_threshold=pol["confidenceThreshold"],
-        minimum_trial_count=minimum,
-        completed_trials=completed,
-        evaluator_recommendation=recommendation,  # type: ignore[arg-type]
-        unwitnessed_quotations=[(q.finding_id, q.channel) for t in ordered for q in t.unwitnessed_quotations],
-        findings=[
-            LadderFinding(f["findingId"], f["findingType"], f["oracleId"], f["confidence"]) for f in all_findings
-        ],
-        coverage_gaps=[LadderCoverageGap(g.rule, g.satisfied, g.severity) for g in gaps],
-        integrity=_integrity(ordered, _trial_set_disagreements(digest_artifact(c), ordered)),
-    )
+    ladder_inputs = _ladder_inputs(c, pol, pre, ordered, outcomes, reduction, recommendation, gaps)
     ladder = resolve_ladder(ladder_for(mode), ladder_inputs)
     return ScoreResult(
         mode=mode,
@@ -442,4 +392,81 @@ def score(
         catch_threshold=pol["catchThreshold"],
         declared_minimum=minimum,
         ladder=ladder,
+    )
+
+
+def _judge_conduct(c: Mapping[str, Any], ordered: Sequence[ValidatedObservations]) -> JudgeConduct:
+    """``absent`` without rubrics, ``malformed`` when a trial's judge result went unscored, else ``conforming``."""
+    if not c.get("rubrics"):
+        return "absent"
+    if any(cond.kind == "judge-result-unscored" for t in ordered for cond in t.conditions):
+        return "malformed"
+    return "conforming"
+
+
+def _scored_strength(
+    p: Mapping[str, Any], qualification: Qualification, reduction: Any, outcomes: Sequence[ScoredOutcome],
+    completed: int, minimum: int,
+) -> ScoredStrength:
+    """The probe's strength block (§5.3): its one-probe vector, denominator, comparability and note."""
+    admitted = 1 if qualification.qualified else 0
+    unreached = [o.oracle_id for o in outcomes if o.state == "unreached"]
+    vector = strength_vector(
+        [ProbeStrengthInput(p["probeId"], p["probeClass"], p["expectedClean"], qualification.qualified, reduction)]
+    )
+    return ScoredStrength(
+        denominator=strength_denominator(completed),
+        basis="measured",
+        vector=vector,
+        comparable=is_comparable(completed, minimum, unreached),
+        note=strength_note(admitted, completed, minimum, unreached),
+    )
+
+
+def _uncited_findings(ordered: Sequence[ValidatedObservations]) -> tuple[tuple[str, ...], tuple[dict[str, Any], ...]]:
+    """The findings that cite no oracle (ids, per trial in id order) and the defect ones among them as gaps."""
+    all_findings = [f for t in ordered for f in t.findings]
+    uncited = tuple(
+        fid for t in ordered for fid in sorted(f["findingId"] for f in t.findings if f["oracleId"] is None)
+    )
+    uncited_gaps = tuple(
+        sorted(
+            (
+                {
+                    "findingId": f["findingId"],
+                    "observationIds": list(f["observationIds"]),
+                    "quotedEvidence": [dict(q) for q in f["quotedEvidence"]],
+                    "severity": f["severity"],
+                }
+                for f in all_findings
+                if f["findingType"] == "defect" and f["oracleId"] is None
+            ),
+            key=lambda g: g["findingId"],
+        )
+    )
+    return uncited, uncited_gaps
+
+
+def _ladder_inputs(
+    c: Mapping[str, Any], pol: Mapping[str, Any], pre: Mapping[str, Any], ordered: Sequence[ValidatedObservations],
+    outcomes: Sequence[ScoredOutcome], reduction: Any, recommendation: Any, gaps: Sequence[UnsatisfiedRule],
+) -> LadderInputs:
+    """Everything the verdict ladder's rows read, from the scored trial set."""
+    all_findings = [f for t in ordered for f in t.findings]
+    return LadderInputs(
+        outcomes=outcomes,
+        preflight_passed=bool(pre["passed"]),
+        invalidated_attempts=len(reduction.invalidated_attempts),
+        severity_floor=pol["severityFloor"],
+        re_execution_cap=pol["reExecutionCap"],
+        confidence_threshold=pol["confidenceThreshold"],
+        minimum_trial_count=pol["minimumTrialCount"],
+        completed_trials=len(ordered),
+        evaluator_recommendation=recommendation,  # type: ignore[arg-type]
+        unwitnessed_quotations=[(q.finding_id, q.channel) for t in ordered for q in t.unwitnessed_quotations],
+        findings=[
+            LadderFinding(f["findingId"], f["findingType"], f["oracleId"], f["confidence"]) for f in all_findings
+        ],
+        coverage_gaps=[LadderCoverageGap(g.rule, g.satisfied, g.severity) for g in gaps],
+        integrity=_integrity(ordered, _trial_set_disagreements(digest_artifact(c), ordered)),
     )
