@@ -296,6 +296,41 @@ def contract_strength(
     """
     if trials not in TRIAL_MODES:
         raise ValueError(f"trials {trials!r} is not one of {', '.join(TRIAL_MODES)}")
+    night = _load_night(suites_dir, out_dir, baseline, mode, suites)
+    work = _submit_suites(night, trials, fresh_trials)
+    measured = _collect_night(night, work, trials, update_baseline_file)
+    run = _publish_night(night, work, measured, trials)
+    gate = measured.gate
+    if fail_on_movement and gate.exit_code != 0:
+        message = gate_message(gate)
+        return Failed(message=printable(message), data=GateMoved(printable(message), run))
+    return Completed(message=measured.counts.sentence(), data=run)
+
+
+@dataclass
+class _Night:
+    """What the load step found: settings, paths, the pre-flight subflow's run, the suites and their problems."""
+
+    settings: FlowSettings
+    started: float
+    log: RunLog
+    suites_root: Path
+    out: Path
+    baseline_path: Path
+    context: Any
+    runner: Any
+    legs_runner: Any
+    pre: PreflightRun
+    suites: list[Suite]
+    problems: dict[str, str]
+    rows: dict[str, ProbePreflight]
+    generated: dict[str, Any]
+
+
+def _load_night(
+    suites_dir: str | None, out_dir: str | None, baseline: str | None, mode: str, only: list[str] | None
+) -> _Night:
+    """Load: settings and paths, the suite-wide pre-flight subflow, the suites, the generated mutants."""
     settings = load_settings()
     freeze_startup_heap()
     started = time.perf_counter()
@@ -319,9 +354,8 @@ def contract_strength(
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         scope="suite",
-        suites=suites,
+        suites=only,
     )
-    only = suites
     suites, load_problems = load_suites(suites_root, only)
     # Issue 18: the generated-mutants task group, for the suites that opt in (suite.toml [mutants]).
     from flows.mutants import nightly_generated
@@ -335,46 +369,80 @@ def contract_strength(
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
     # One suite-wide pre-flight row per suite (probe "*"): every probe of the suite is scored under it.
     rows = {row.suite: row for row in pre.probes if row.probe_id == SUITE_ROW}
+    return _Night(settings, started, log, suites_root, out, baseline_path, context, runner, legs_runner, pre,
+                  suites, problems, rows, generated)
 
-    prepared: dict[str, PreparedSuite] = {}
-    submitted: dict[tuple[str, str], Any] = {}
-    trial_counts: dict[tuple[str, str], int] = {}
-    probe_problems: dict[tuple[str, str], str] = {}
+
+@dataclass
+class _Submitted:
+    """What the submit step left running or answered: per suite its preparation, per probe its score."""
+
+    prepared: dict[str, PreparedSuite] = field(default_factory=dict)
+    scores: dict[tuple[str, str], Any] = field(default_factory=dict)
+    trial_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    probe_problems: dict[tuple[str, str], str] = field(default_factory=dict)
+    spent: list[tuple[TrialAnswer, bool]] = field(default_factory=list)
+    faults: int = 0
+
+
+def _submit_suites(night: _Night, trials: str, fresh_trials: bool) -> _Submitted:
+    """Submit: prepare every suite (and submit its live trials), then collect the trials and submit the scores.
+
+    A suite whose preparation or trials fail gets a problem (it could not run); the others go on."""
+    problems = night.problems
+    work = _Submitted()
     live: dict[str, _LiveSuite] = {}
-    spent: list[tuple[TrialAnswer, bool]] = []
-    faults = 0
-    for suite in suites:
+    for suite in night.suites:
         try:
-            prepared[suite.name] = prepare_suite(suite, suites_root)
+            work.prepared[suite.name] = prepare_suite(suite, night.suites_root)
             if trials == "live":
-                live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
+                live[suite.name] = _submit_trials(suite, work.prepared[suite.name], night.settings.home, fresh_trials)
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
-    for suite in suites:
+    for suite in night.suites:
         if suite.name in problems:
             continue
         try:
             if trials == "live":
-                sealed, spend, faulted = _collect_trials(suite, live[suite.name], out, probe_problems)
-                spent += spend
-                faults += faulted
+                sealed, spend, faulted = _collect_trials(suite, live[suite.name], night.out, work.probe_problems)
+                work.spent += spend
+                work.faults += faulted
             else:
                 sealed = None
-            submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
+            work.scores.update(_submit_scores(
+                suite, work.prepared[suite.name], night.rows, work.trial_counts, work.probe_problems, sealed
+            ))
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
-    scores, scores_cached = _collect_scores(submitted, probe_problems)
-    # A score answered before submission has no task run this night (the report links none).
-    task_runs = {key: str(future.task_run_id) for key, future in submitted.items() if not isinstance(future, Answered)}
-    trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
+    return work
 
+
+@dataclass(frozen=True)
+class _Measured:
+    """What the collect step measured: the scores, the per-suite documents, the gate and the run's counts."""
+
+    scores: dict[tuple[str, str], ProbeScore]
+    task_runs: dict[tuple[str, str], str]
+    trial_counts_run: dict[str, Any]
+    documents: dict[str, SuiteStrength]
+    gate: GateResult
+    counts: RunCounts
+
+
+def _collect_night(night: _Night, work: _Submitted, trials: str, update_baseline_file: bool) -> _Measured:
+    """Collect: wait for the scores, build each suite's document, gate them on the baseline, count the run."""
+    scores, scores_cached = _collect_scores(work.scores, work.probe_problems)
+    # A score answered before submission has no task run this night (the report links none).
+    task_runs = {key: str(future.task_run_id) for key, future in work.scores.items() if not isinstance(future, Answered)}
+    trial_counts_run = {**trial_spend(work.spent), "trialFaults": work.faults} if trials == "live" else {}
     documents = {
-        suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems,
-                                    generated.get(suite.name))
-        for suite in suites
-        if suite.name not in problems
+        suite.name: _suite_document(suite, night.out, work.prepared[suite.name], night.rows, scores, work.trial_counts,
+                                    work.probe_problems, night.generated.get(suite.name))
+        for suite in night.suites
+        if suite.name not in night.problems
     }
-    gate = _gate(out, documents, problems, baseline_path, update_baseline_file)
+    gate = _gate(night.out, documents, night.problems, night.baseline_path, update_baseline_file)
+    pre = night.pre
     counts = RunCounts(
         legs_spawned=pre.spawned,
         legs_cached=pre.from_cache,
@@ -382,32 +450,37 @@ def contract_strength(
         scores_run=len(scores) - scores_cached,
         scores_cached=scores_cached,
         spawned_seconds=pre.leg_seconds,
-        total_seconds=time.perf_counter() - started,
+        total_seconds=time.perf_counter() - night.started,
     )
+    return _Measured(scores, task_runs, trial_counts_run, documents, gate, counts)
+
+
+def _publish_night(night: _Night, work: _Submitted, measured: _Measured, trials: str) -> StrengthRun:
+    """Publish: the cost record (when anything was spawned), the HTML report, the Prefect artifacts, the logs."""
+    out, pre, counts, documents, gate = night.out, night.pre, measured.counts, measured.documents, measured.gate
+    trial_counts_run = measured.trial_counts_run
     if pre.spawned or trial_counts_run.get("trialsRun"):
         write_artifact(out / COST_FILE, {**_cost_record(pre, counts), **({"trials": trial_counts_run} if trials == "live" else {})})
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    context = night.context
     report = StrengthReport(
         at, documents, gate, counts,
         flow_run_id=None if context is None else str(context.flow_run.id),
         flow_run_name=None if context is None else context.flow_run.name,
         aggregates=_aggregates_written(out, documents),
-        details=_probe_details(suites, documents, scores, task_runs),
+        details=_probe_details(night.suites, documents, measured.scores, measured.task_runs),
     )
-    report_path = write_html_report(out, report, log.warning)
+    report_path = write_html_report(out, report, night.log.warning)
     publish_artifacts(report, report_path)
     run = StrengthRun(
-        documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__,
+        documents, gate, counts, pre, str(out), str(report_path), night.problems, type(night.runner).__name__,
         trials, trial_counts_run,
     )
-    _log_tables(log, run)
+    _log_tables(night.log, run)
     for line in run.summary_lines():
         # Printed on the console by main (print_strength); here to the Logs tab, a move as a warning.
-        log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
-    if fail_on_movement and gate.exit_code != 0:
-        message = gate_message(gate)
-        return Failed(message=printable(message), data=GateMoved(printable(message), run))
-    return Completed(message=counts.sentence(), data=run)
+        night.log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
+    return run
 
 
 def gate_message(gate: GateResult) -> str:
