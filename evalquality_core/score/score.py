@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalquality_core.artifacts.base import to_wire
+from evalquality_core.artifacts.evidence import ClassStrength
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.coverage.coverage import UnsatisfiedRule, coverage_gaps
 from evalquality_core.evaluate import (
@@ -46,7 +48,6 @@ from evalquality_core.score.outcome import (
 )
 from evalquality_core.score.qualification import Qualification, qualify_probe
 from evalquality_core.score.strength import (
-    ClassTally,
     ProbeStrengthInput,
     comparability_key,
     is_comparable,
@@ -102,7 +103,7 @@ class ScoredStrength:
 
     denominator: str
     basis: Literal["measured", "reconstructed"]
-    vector: Mapping[str, ClassTally | None]
+    vector: Mapping[str, ClassStrength | None]
     comparable: bool
     note: str
 
@@ -111,7 +112,7 @@ class ScoredStrength:
         return {
             "denominator": self.denominator,
             "basis": self.basis,
-            "vector": {k: (None if v is None else v.to_wire()) for k, v in self.vector.items()},
+            "vector": {k: (None if v is None else to_wire(v)) for k, v in self.vector.items()},
             "comparable": self.comparable,
             "note": self.note,
         }

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalquality_core.artifacts.evidence import ClassStrength
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.registries import SEVERITIES, ProbeClass
 from evalquality_core.score.outcome import INVALIDATING_STATES, VOTED_STATES
@@ -22,19 +23,6 @@ from evalquality_core.score.trials import TrialSetResult
 VECTOR_CLASSES: tuple[ProbeClass, ...] = ("defect", "gameability", "zero-action")
 
 Dominance = Literal["a-dominates-b", "b-dominates-a", "equivalent", "incomparable"]
-
-
-@dataclass(frozen=True)
-class ClassTally:
-    """One class entry of the vector."""
-
-    caught: int
-    exercised: int
-    rate: float | int | None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The wire object ``{caught, exercised, rate}``."""
-        return {"caught": self.caught, "exercised": self.exercised, "rate": self.rate}
 
 
 @dataclass(frozen=True)
@@ -55,9 +43,9 @@ def _rate(caught: int, exercised: int) -> float | int | None:
     return int(rate) if rate.is_integer() else rate  # 1, not 1.0: JSON numbers carry no float tag
 
 
-def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, ClassTally | None]:
+def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, ClassStrength | None]:
     """Per class: None without an eligible probe, else unique exercised / caught probe ids and the rate."""
-    vector: dict[ProbeClass, ClassTally | None] = {}
+    vector: dict[ProbeClass, ClassStrength | None] = {}
     for cls in VECTOR_CLASSES:
         eligible = [p for p in probes if p.qualified and not p.expected_clean and p.probe_class == cls]
         if not eligible:
@@ -65,7 +53,7 @@ def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, Cl
             continue
         exercised = {p.probe_id for p in eligible if p.result.exercised}
         caught = {p.probe_id for p in eligible if p.result.exercised and p.result.caught}
-        vector[cls] = ClassTally(len(caught), len(exercised), _rate(len(caught), len(exercised)))
+        vector[cls] = ClassStrength(caught=len(caught), exercised=len(exercised), rate=_rate(len(caught), len(exercised)))
     return vector
 
 

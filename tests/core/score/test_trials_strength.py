@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evalquality_core.artifacts.base import to_wire
 from evalquality_core.score.strength import (
     ProbeStrengthInput,
     comparability_key,
@@ -55,7 +56,7 @@ def test_vector_excludes_canaries_clean_controls_and_unqualified() -> None:
         ProbeStrengthInput("P-005", "zero-action", True, True, caught),
         ProbeStrengthInput("P-006", "gameability", False, False, caught),
     ])
-    assert vector["defect"] is not None and vector["defect"].to_wire() == {"caught": 1, "exercised": 2, "rate": 0.5}
+    assert vector["defect"] is not None and to_wire(vector["defect"]) == {"caught": 1, "exercised": 2, "rate": 0.5}
     assert vector["gameability"] is None and vector["zero-action"] is None
     only_unexercised = strength_vector([ProbeStrengthInput("P-003", "zero-action", False, True, unexercised)])
     assert only_unexercised["zero-action"] is not None and only_unexercised["zero-action"].rate is None
