@@ -46,15 +46,17 @@ from prefect.deployments import run_deployment
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from deployments.nightly import NIGHTLY_CRON, nightly_schedule
+from evalquality_core.artifacts.contract_strength import CONTRACT_STRENGTH_FILE, SuiteStrength
 from evalquality_core.printable import printable
 from flows.contract_strength import check_written, contract_strength, default_baseline
 from flows.lifecycle import FlowArgumentParser, crash_exit
-from flows.output import write_artifact
 from flows.settings import load_settings
 from flows.strength_baseline import GateResult, compare_with_baseline, read_baseline, update_baseline
-from flows.strength_document import CONTRACT_STRENGTH_FILE, SuiteStrength, read_suite_strength
-from flows.strength_report import RunCounts, StrengthReport, publish_artifacts, write_html_report
-from flows.suites import find_suites
+from flows.strength_html import write_html_report
+from flows.strength_report import RunCounts, StrengthReport, publish_artifacts
+from tasks.output import write_artifact
+from tasks.strength_document import read_suite_strength
+from tasks.suites import find_suites
 
 BATCH_FLOW = "contract-strength-batch"
 BATCH_DEPLOYMENT = "batch"

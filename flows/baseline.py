@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flows.output import write_atomically
 from flows.report import PreflightRun
+from tasks.output import write_atomically
 
 EXIT_MATCHED = 0
 EXIT_MOVED = 2
@@ -42,7 +42,7 @@ class BaselineUnreadable(Exception):
     """The baseline file exists but cannot be used; ``str()`` says why, in one line."""
 
 
-def read_baseline(path: Path) -> dict[str, Any] | None:
+def read_preflight_baseline(path: Path) -> dict[str, Any] | None:
     """The recorded baseline's probe table; None when there is no file; ``BaselineUnreadable`` when the
     file is there but cannot be read, is not JSON, or has no ``probes`` table."""
     from evalquality_core.suite.load import StagingError, read_suite_bytes
@@ -86,30 +86,30 @@ def differences(run: PreflightRun, recorded: dict[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class GateResult:
+class PreflightGate:
     """The exit code of the baseline gate and the lines explaining it."""
 
     exit_code: int
     lines: tuple[str, ...]
 
 
-def gate(run: PreflightRun, path: Path, *, update: bool = False) -> GateResult:
+def gate(run: PreflightRun, path: Path, *, update: bool = False) -> PreflightGate:
     """Compare the run with the baseline at ``path`` (or rewrite it when ``update``) → exit 0 or 2."""
     lines = [f"suite {failure.suite} could not run: {failure.message}" for failure in run.failures]
     if update:
         text = json.dumps(baseline_document(run), indent=1, sort_keys=True) + "\n"
         write_atomically(path, text.encode("utf-8"))
         lines.append(f"baseline rewritten: {path}")
-        return GateResult(EXIT_MOVED if run.failures else EXIT_MATCHED, tuple(lines))
+        return PreflightGate(EXIT_MOVED if run.failures else EXIT_MATCHED, tuple(lines))
     try:
-        recorded = read_baseline(path)
+        recorded = read_preflight_baseline(path)
     except BaselineUnreadable as problem:
         lines.append(f"{problem}; fix it, or run with --update-baseline to record a new one")
-        return GateResult(EXIT_MOVED, tuple(lines))
+        return PreflightGate(EXIT_MOVED, tuple(lines))
     if recorded is None:
         lines.append(f"no baseline at {path}; run with --update-baseline to record one")
-        return GateResult(EXIT_MOVED, tuple(lines))
+        return PreflightGate(EXIT_MOVED, tuple(lines))
     lines.extend(differences(run, recorded))
     if lines:
-        return GateResult(EXIT_MOVED, tuple(lines))
-    return GateResult(EXIT_MATCHED, ("every probe matched the outcome the baseline records",))
+        return PreflightGate(EXIT_MOVED, tuple(lines))
+    return PreflightGate(EXIT_MATCHED, ("every probe matched the outcome the baseline records",))

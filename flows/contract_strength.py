@@ -16,7 +16,7 @@ The run (harness.md A.4, full mode), per suite under the corpus:
 4. ``aggregate-strength`` over the suite's evidence against the suite's floors (``suite.toml``
    ``[floors]``, e.g. ``defect = 0.8``): ``strength-aggregate.json``, whose classes and floor decisions
    the document carries and the gate compares;
-5. ``contract-strength.json`` (``flows/strength_document.py``); the gate against
+5. ``contract-strength.json`` (``evalquality_core/artifacts/contract_strength.py``); the gate against
    ``corpus/expected-strength.json`` (``flows/strength_baseline.py``); the Prefect artifacts and the
    HTML report (``flows/strength_report.py``); ``preflight-cost.json`` only when a leg was spawned, so a
    cached run never overwrites the record of the run that spent the time.
@@ -46,32 +46,34 @@ from prefect.client.schemas.objects import State
 from prefect.context import FlowRunContext
 from prefect.states import Completed, Failed
 from prefect.task_runners import ThreadPoolTaskRunner
-from prefect.utilities.annotations import quote
 
-from evalquality_core.aggregate.aggregate import check_floors
 from evalquality_core.artifacts.base import read_artifact, to_wire
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
+from evalquality_core.artifacts.contract_strength import (
+    CONTRACT_STRENGTH_FILE,
+    DOCUMENT_KIND,
+    DOCUMENT_VERSION,
+    AggregateClasses,
+    FloorDecision,
+    ProbeStrength,
+    SuiteStrength,
+    rate_of,
+)
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
-from evalquality_core.artifacts.evidence import EvidenceArtifact
+from evalquality_core.artifacts.evidence import ClassStrength, EvidenceArtifact, StrengthVector
 from evalquality_core.artifacts.isolation import IsolationManifest
 from evalquality_core.artifacts.preflight_verdict import PreflightVerdict
 from evalquality_core.artifacts.run_record import SealedRunRecord
-from evalquality_core.artifacts.scoring_policy import ScoringPolicy
 from evalquality_core.artifacts.strength import StrengthAggregate
 from evalquality_core.canonical import (
     digest_artifact,
-    digest_bytes,
     scan_json,
 )
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.printable import printable
 from evalquality_core.suite.load import (
     SuiteError,
-    read_suite_bytes,
-    read_suite_toml,
-    suite_file_or_fallback,
 )
-from evalquality_core.suite.load import corpus_digest as suite_corpus_digest
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -84,7 +86,6 @@ from flows.lifecycle import (
     start_flow_main,
 )
 from flows.night import add_night_flags, finish_night, start_night_from
-from flows.output import write_artifact, write_atomically
 from flows.preflight import SUITE_ROW, preflight
 from flows.report import PreflightRun, ProbePreflight, print_report
 from flows.settings import FlowSettings, choose_suites, flow_run_settings, load_settings
@@ -95,35 +96,31 @@ from flows.strength_baseline import (
     read_baseline,
     update_baseline,
 )
-from flows.strength_document import (
-    CONTRACT_STRENGTH_FILE,
-    DOCUMENT_KIND,
-    DOCUMENT_VERSION,
-    AggregateClasses,
-    ClassStrength,
-    FloorDecision,
-    ProbeStrength,
-    StrengthVector,
-    SuiteStrength,
-    rate_of,
-    read_suite_strength,
-    write_suite_strength,
-)
+from flows.strength_html import mutations_of, write_html_report
 from flows.strength_report import (
     HISTORY_FILE,
     ProbeDetail,
     RunCounts,
     StrengthReport,
     load_history,
-    mutations_of,
     publish_artifacts,
-    write_html_report,
 )
-from flows.suites import Suite, load_suites
 from flows.watch import GateMoved, RunLog, announce_flow_run, strength_run_name, tag_flow_run, task_run_url
 from tasks.caching import stored_result
-from tasks.contract import compile_task, seal_task
+from tasks.output import write_artifact, write_atomically
 from tasks.scoring import ProbeScore, aggregate_strength_task, score_task
+from tasks.strength_document import read_suite_strength, write_suite_strength
+from tasks.suite_run import (
+    Answered,
+    PreparedSuite,
+    TrialSet,
+    load_trials,
+    prepare_suite,
+    read_artifact_file,
+    trial_context,
+    write_sealed_trial,
+)
+from tasks.suites import Suite, load_suites
 from tasks.trials import (
     SealedTrial,
     TrialAnswer,
@@ -140,8 +137,6 @@ __all__ = ["StrengthRun", "contract_strength", "main", "run_contract_strength"]
 BRIEF_FILE = "sealed-evaluator-brief.json"
 AGGREGATE_FILE = "strength-aggregate.json"
 COST_FILE = "preflight-cost.json"
-POLICY_FILE = "scoring-policy.json"
-SUITE_SETTINGS_FILE = "suite.toml"
 
 
 @dataclass(frozen=True)
@@ -179,69 +174,6 @@ class StrengthRun:
 
 
 # -------------------------------------------------------------------------------------- inputs
-
-
-def _read(model: type, path: Path) -> Any:
-    """A strict read of one JSON artifact under the input size cap; a fault or refusal names the file."""
-    return read_artifact(model, scan_json(read_suite_bytes(path), str(path)), str(path))
-
-
-def corpus_digest_of(directory: Path) -> str:
-    """The directory digest of a suite's evaluation corpus (``evalquality_core.suite.load.CORPUS_MEMBERS``; ``eval-quality suite digest``)."""
-    return suite_corpus_digest(directory)
-
-
-@dataclass(frozen=True)
-class TrialSet:
-    """One probe's stored trials: the sealed run records in trial order, and the first trial's
-    isolation manifest and evaluator configuration (one of each per call, as the ``score`` CLI takes)."""
-
-    records: tuple[Any, ...]
-    isolation_manifest: Any | None
-    evaluator_configuration: Any | None
-
-
-def load_trials(directory: Path) -> TrialSet:
-    """``trials/<probe>/trial-N/`` in N order; ``ValueError`` when there is none."""
-    trial_dirs = sorted(
-        (p for p in directory.glob("trial-*") if p.is_dir() and p.name[6:].isdigit()), key=lambda p: int(p.name[6:])
-    )
-    if not trial_dirs:
-        raise ValueError(f"{directory}: no stored trial (trial-N/sealed-run-record.json)")
-    records = tuple(_read(SealedRunRecord, d / "sealed-run-record.json") for d in trial_dirs)
-    first = trial_dirs[0]
-    manifest = first / "isolation-manifest.json"
-    configuration = first / "evaluator-configuration.json"
-    return TrialSet(
-        records,
-        _read(IsolationManifest, manifest) if manifest.is_file() else None,
-        _read(EvaluatorConfiguration, configuration) if configuration.is_file() else None,
-    )
-
-
-def policy_of(suite: Suite, suites_dir: Path) -> Any:
-    """The suite's own ``scoring-policy.json``, else the corpus-wide one beside the suites folder."""
-    path = suite_file_or_fallback(suite.directory, POLICY_FILE, suites_dir.parent)
-    if path is None:
-        raise ValueError(
-            f"no scoring policy: put one at {suite.directory / POLICY_FILE} (the suite's own; "
-            f"`eval-quality suite init` writes one) or a corpus-wide one at {suites_dir.parent / POLICY_FILE}"
-        )
-    return _read(ScoringPolicy, path)
-
-
-def floors_of(directory: Path) -> dict[str, float]:
-    """The suite's strength floors: ``suite.toml``'s ``[floors]`` table (``defect``, ``gameability``,
-    ``zero-action``; numbers in [0, 1]), ``{}`` when the suite declares none (every decision ``undeclared``).
-
-    A malformed table raises ``RuntimeFault`` naming ``suite.toml`` and the key, so the suite is reported
-    as could-not-run (exit 2) rather than measured against a floor nobody meant.
-    """
-    path = directory / SUITE_SETTINGS_FILE
-    if not path.is_file():
-        return {}
-    settings = read_suite_toml(path)  # parsed once per run, nesting bounded; a refusal is a SuiteError
-    return check_floors(settings.get("floors", {}), f"{path}[floors]")
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -328,7 +260,7 @@ def check_written(out: Path, documents: Mapping[str, SuiteStrength]) -> list[str
             checks.append((StrengthAggregate, folder / AGGREGATE_FILE))
         for model, path in checks:
             try:
-                _read(model, path)
+                read_artifact_file(model, path)
             except (EvalQualityFault, SuiteError, OSError) as fault:
                 failures.append(f"{path}: {fault}")
         try:
@@ -365,6 +297,41 @@ def contract_strength(
     """
     if trials not in TRIAL_MODES:
         raise ValueError(f"trials {trials!r} is not one of {', '.join(TRIAL_MODES)}")
+    night = _load_night(suites_dir, out_dir, baseline, mode, suites)
+    work = _submit_suites(night, trials, fresh_trials)
+    measured = _collect_night(night, work, trials, update_baseline_file)
+    run = _publish_night(night, work, measured, trials)
+    gate = measured.gate
+    if fail_on_movement and gate.exit_code != 0:
+        message = gate_message(gate)
+        return Failed(message=printable(message), data=GateMoved(printable(message), run))
+    return Completed(message=measured.counts.sentence(), data=run)
+
+
+@dataclass
+class _Night:
+    """What the load step found: settings, paths, the pre-flight subflow's run, the suites and their problems."""
+
+    settings: FlowSettings
+    started: float
+    log: RunLog
+    suites_root: Path
+    out: Path
+    baseline_path: Path
+    context: Any
+    runner: Any
+    legs_runner: Any
+    pre: PreflightRun
+    suites: list[Suite]
+    problems: dict[str, str]
+    rows: dict[str, ProbePreflight]
+    generated: dict[str, Any]
+
+
+def _load_night(
+    suites_dir: str | None, out_dir: str | None, baseline: str | None, mode: str, only: list[str] | None
+) -> _Night:
+    """Load: settings and paths, the suite-wide pre-flight subflow, the suites, the generated mutants."""
     settings = load_settings()
     freeze_startup_heap()
     started = time.perf_counter()
@@ -388,9 +355,8 @@ def contract_strength(
         workspaces_dir=str(settings.workspaces_dir),
         mode=mode,
         scope="suite",
-        suites=suites,
+        suites=only,
     )
-    only = suites
     suites, load_problems = load_suites(suites_root, only)
     # Issue 18: the generated-mutants task group, for the suites that opt in (suite.toml [mutants]).
     from flows.mutants import nightly_generated
@@ -404,46 +370,80 @@ def contract_strength(
         problems[str(suites_root)] = "no suite found (a folder holding contract.json)"
     # One suite-wide pre-flight row per suite (probe "*"): every probe of the suite is scored under it.
     rows = {row.suite: row for row in pre.probes if row.probe_id == SUITE_ROW}
+    return _Night(settings, started, log, suites_root, out, baseline_path, context, runner, legs_runner, pre,
+                  suites, problems, rows, generated)
 
-    prepared: dict[str, _PreparedSuite] = {}
-    submitted: dict[tuple[str, str], Any] = {}
-    trial_counts: dict[tuple[str, str], int] = {}
-    probe_problems: dict[tuple[str, str], str] = {}
+
+@dataclass
+class _Submitted:
+    """What the submit step left running or answered: per suite its preparation, per probe its score."""
+
+    prepared: dict[str, PreparedSuite] = field(default_factory=dict)
+    scores: dict[tuple[str, str], Any] = field(default_factory=dict)
+    trial_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    probe_problems: dict[tuple[str, str], str] = field(default_factory=dict)
+    spent: list[tuple[TrialAnswer, bool]] = field(default_factory=list)
+    faults: int = 0
+
+
+def _submit_suites(night: _Night, trials: str, fresh_trials: bool) -> _Submitted:
+    """Submit: prepare every suite (and submit its live trials), then collect the trials and submit the scores.
+
+    A suite whose preparation or trials fail gets a problem (it could not run); the others go on."""
+    problems = night.problems
+    work = _Submitted()
     live: dict[str, _LiveSuite] = {}
-    spent: list[tuple[TrialAnswer, bool]] = []
-    faults = 0
-    for suite in suites:
+    for suite in night.suites:
         try:
-            prepared[suite.name] = _prepare_suite(suite, suites_root)
+            work.prepared[suite.name] = prepare_suite(suite, night.suites_root)
             if trials == "live":
-                live[suite.name] = _submit_trials(suite, prepared[suite.name], settings.home, fresh_trials)
+                live[suite.name] = _submit_trials(suite, work.prepared[suite.name], night.settings.home, fresh_trials)
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
-    for suite in suites:
+    for suite in night.suites:
         if suite.name in problems:
             continue
         try:
             if trials == "live":
-                sealed, spend, faulted = _collect_trials(suite, live[suite.name], out, probe_problems)
-                spent += spend
-                faults += faulted
+                sealed, spend, faulted = _collect_trials(suite, live[suite.name], night.out, work.probe_problems)
+                work.spent += spend
+                work.faults += faulted
             else:
                 sealed = None
-            submitted.update(_submit_scores(suite, prepared[suite.name], rows, trial_counts, probe_problems, sealed))
+            work.scores.update(_submit_scores(
+                suite, work.prepared[suite.name], night.rows, work.trial_counts, work.probe_problems, sealed
+            ))
         except (EvalQualityFault, SuiteError, ValueError, OSError) as problem:
             problems[suite.name] = f"{type(problem).__name__}: {problem}"
-    scores, scores_cached = _collect_scores(submitted, probe_problems)
-    # A score answered before submission has no task run this night (the report links none).
-    task_runs = {key: str(future.task_run_id) for key, future in submitted.items() if not isinstance(future, Answered)}
-    trial_counts_run = {**trial_spend(spent), "trialFaults": faults} if trials == "live" else {}
+    return work
 
+
+@dataclass(frozen=True)
+class _Measured:
+    """What the collect step measured: the scores, the per-suite documents, the gate and the run's counts."""
+
+    scores: dict[tuple[str, str], ProbeScore]
+    task_runs: dict[tuple[str, str], str]
+    trial_counts_run: dict[str, Any]
+    documents: dict[str, SuiteStrength]
+    gate: GateResult
+    counts: RunCounts
+
+
+def _collect_night(night: _Night, work: _Submitted, trials: str, update_baseline_file: bool) -> _Measured:
+    """Collect: wait for the scores, build each suite's document, gate them on the baseline, count the run."""
+    scores, scores_cached = _collect_scores(work.scores, work.probe_problems)
+    # A score answered before submission has no task run this night (the report links none).
+    task_runs = {key: str(future.task_run_id) for key, future in work.scores.items() if not isinstance(future, Answered)}
+    trial_counts_run = {**trial_spend(work.spent), "trialFaults": work.faults} if trials == "live" else {}
     documents = {
-        suite.name: _suite_document(suite, out, prepared[suite.name], rows, scores, trial_counts, probe_problems,
-                                    generated.get(suite.name))
-        for suite in suites
-        if suite.name not in problems
+        suite.name: _suite_document(suite, night.out, work.prepared[suite.name], night.rows, scores, work.trial_counts,
+                                    work.probe_problems, night.generated.get(suite.name))
+        for suite in night.suites
+        if suite.name not in night.problems
     }
-    gate = _gate(out, documents, problems, baseline_path, update_baseline_file)
+    gate = _gate(night.out, documents, night.problems, night.baseline_path, update_baseline_file)
+    pre = night.pre
     counts = RunCounts(
         legs_spawned=pre.spawned,
         legs_cached=pre.from_cache,
@@ -451,32 +451,37 @@ def contract_strength(
         scores_run=len(scores) - scores_cached,
         scores_cached=scores_cached,
         spawned_seconds=pre.leg_seconds,
-        total_seconds=time.perf_counter() - started,
+        total_seconds=time.perf_counter() - night.started,
     )
+    return _Measured(scores, task_runs, trial_counts_run, documents, gate, counts)
+
+
+def _publish_night(night: _Night, work: _Submitted, measured: _Measured, trials: str) -> StrengthRun:
+    """Publish: the cost record (when anything was spawned), the HTML report, the Prefect artifacts, the logs."""
+    out, pre, counts, documents, gate = night.out, night.pre, measured.counts, measured.documents, measured.gate
+    trial_counts_run = measured.trial_counts_run
     if pre.spawned or trial_counts_run.get("trialsRun"):
         write_artifact(out / COST_FILE, {**_cost_record(pre, counts), **({"trials": trial_counts_run} if trials == "live" else {})})
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    context = night.context
     report = StrengthReport(
         at, documents, gate, counts,
         flow_run_id=None if context is None else str(context.flow_run.id),
         flow_run_name=None if context is None else context.flow_run.name,
         aggregates=_aggregates_written(out, documents),
-        details=_probe_details(suites, documents, scores, task_runs),
+        details=_probe_details(night.suites, documents, measured.scores, measured.task_runs),
     )
-    report_path = write_html_report(out, report, log.warning)
+    report_path = write_html_report(out, report, night.log.warning)
     publish_artifacts(report, report_path)
     run = StrengthRun(
-        documents, gate, counts, pre, str(out), str(report_path), problems, type(runner).__name__,
+        documents, gate, counts, pre, str(out), str(report_path), night.problems, type(night.runner).__name__,
         trials, trial_counts_run,
     )
-    _log_tables(log, run)
+    _log_tables(night.log, run)
     for line in run.summary_lines():
         # Printed on the console by main (print_strength); here to the Logs tab, a move as a warning.
-        log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
-    if fail_on_movement and gate.exit_code != 0:
-        message = gate_message(gate)
-        return Failed(message=printable(message), data=GateMoved(printable(message), run))
-    return Completed(message=counts.sentence(), data=run)
+        night.log.to_logger(line, logging.WARNING if gate.exit_code and line in gate.lines() else logging.INFO)
+    return run
 
 
 def gate_message(gate: GateResult) -> str:
@@ -523,47 +528,9 @@ def _probe_details(
     return details
 
 
-@dataclass(frozen=True)
-class _PreparedSuite:
-    """A suite's compiled contract, sealed brief, scoring policy, corpus digest and floors."""
-
-    contract: Any
-    brief: Any
-    policy: Any
-    corpus_digest: str
-    floors: Mapping[str, float]
-    #: The compiled contract's wire JSON: what the ``score`` tasks receive (on any task runner).
-    contract_wire: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _prepare_suite(suite: Suite, suites_root: Path) -> _PreparedSuite:
-    """Compile and seal the contract (cached tasks), find the policy and floors, digest the evaluation corpus.
-
-    The strength flow's task runs carry no tags (the flow run carries ``suite:<name>``): Prefect spends a
-    concurrency-slot round trip on every tagged task run, as the pre-flight flow found too.
-    """
-    floors = floors_of(suite.directory)
-    # An answered stage is read back without a task run (``stored_result``: same key, same checks).
-    # Looked up through the very task copy that would run (its storage is where it would look).
-    compiling = compile_task.with_options(task_run_name=f"compile/{suite.name}")
-    hit, contract = stored_result(compiling, authored=suite.contract)
-    if not hit:
-        contract = compiling(suite.contract)
-    sealing = seal_task.with_options(task_run_name=f"seal/{suite.name}")
-    hit, brief = stored_result(sealing, contract=contract)
-    if not hit:
-        # quote(): Prefect must not walk the compiled contract's fields; ``dict(model)`` calls a
-        # field named ``keys`` (a reference set's) and fails. The task still receives the model
-        # (a direct call runs in this process: nothing is pickled).
-        brief = sealing(quote(contract))
-    return _PreparedSuite(
-        contract, brief, policy_of(suite, suites_root), corpus_digest_of(suite.directory), floors, to_wire(contract)
-    )
-
-
 def _submit_scores(
     suite: Suite,
-    prepared: _PreparedSuite,
+    prepared: PreparedSuite,
     rows: Mapping[str, ProbePreflight],
     trial_counts: dict[tuple[str, str], int],
     probe_problems: dict[tuple[str, str], str],
@@ -576,7 +543,7 @@ def _submit_scores(
     """
     submitted: dict[tuple[str, str], Any] = {}
     row = rows.get(suite.name)
-    verdict = None if row is None or row.verdict_file is None else _read(PreflightVerdict, Path(row.verdict_file))
+    verdict = None if row is None or row.verdict_file is None else read_artifact_file(PreflightVerdict, Path(row.verdict_file))
     for probe in suite.probes:
         key = (suite.name, probe["probeId"])
         if verdict is None:
@@ -641,38 +608,7 @@ class _LiveSuite:
     brief_digest: str
 
 
-@dataclass(frozen=True)
-class TrialContext:
-    """What every live trial of a suite shares: the evaluator command, the contract and sealed brief (wire)
-    and the digests a trial key holds, and the policy's ``minimumTrialCount`` (trials per probe)."""
-
-    command: Any
-    contract: Mapping[str, Any]
-    brief: Mapping[str, Any]
-    brief_digest: str
-    contract_digest: str
-    choices_digest: str
-    minimum: int
-
-
-def trial_context(suite: Suite, prepared: _PreparedSuite) -> TrialContext:
-    """The suite's :class:`TrialContext` (its ``suite.toml`` ``[evaluator]``, ``evaluator.json``, the policy)."""
-    from evalquality_core.suite.evaluator_protocol import evaluator_command_of
-
-    settings_path = suite.directory / SUITE_SETTINGS_FILE
-    settings = read_suite_toml(settings_path) if settings_path.is_file() else {}
-    command = evaluator_command_of(settings, str(settings_path))
-    contract = dict(suite.contract)
-    brief = to_wire(prepared.brief)
-    choices = suite.directory / "evaluator.json"
-    return TrialContext(
-        command, contract, brief, digest_artifact(brief), digest_artifact(contract),
-        digest_bytes(read_suite_bytes(choices) if choices.is_file() else b""),
-        int(to_wire(prepared.policy)["minimumTrialCount"]),
-    )
-
-
-def _submit_trials(suite: Suite, prepared: _PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
+def _submit_trials(suite: Suite, prepared: PreparedSuite, home: Path, fresh: bool) -> _LiveSuite:
     """Submit ``run-trial`` for every probe of the suite and each trial index of its current sample."""
     from evalquality_core.suite import staging
 
@@ -764,24 +700,6 @@ def _collect_trials(
     return sets, spent, faults
 
 
-def write_sealed_trial(target: Path, trial: SealedTrial) -> None:
-    """Write one sealed trial's folder: actions, isolation manifest, evaluator configuration, run record."""
-    from evalquality_core.canonical import serialize_artifact
-
-    target.mkdir(parents=True, exist_ok=True)
-    write_atomically(target / "actions.jsonl", trial.actions)
-    write_atomically(target / "isolation-manifest.json", serialize_artifact(trial.isolation_manifest))
-    write_artifact(target / "evaluator-configuration.json", trial.evaluator_configuration)
-    write_artifact(target / "sealed-run-record.json", trial.record)
-
-
-@dataclass(frozen=True)
-class Answered:
-    """A stage answered from its stored result before submission (``tasks.caching.stored_result``): no task run."""
-
-    value: Any
-
-
 def _collect_scores(
     submitted: Mapping[tuple[str, str], Any], probe_problems: dict[tuple[str, str], str]
 ) -> tuple[dict[tuple[str, str], ProbeScore], int]:
@@ -812,7 +730,7 @@ def default_baseline(suites_root: Path) -> Path:
 def _suite_document(
     suite: Suite,
     out: Path,
-    prepared: _PreparedSuite,
+    prepared: PreparedSuite,
     rows: Mapping[str, ProbePreflight],
     scores: Mapping[tuple[str, str], ProbeScore],
     trial_counts: Mapping[tuple[str, str], int],

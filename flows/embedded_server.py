@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from flows.lifecycle import EXIT_UNAVAILABLE
+from flows.exit_codes import EXIT_UNAVAILABLE
 from flows.settings import EMBEDDED_API_URL_VARIABLE
 
 #: What Prefect's own temporary server sets for its child; ``flows/lifecycle.py`` recognises servers by it.

@@ -29,16 +29,8 @@ from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 from evalquality_core.printable import printable
+from flows.exit_codes import EXIT_IO, EXIT_SOFTWARE, EXIT_UNAVAILABLE, EXIT_USAGE
 from flows.settings import FlowSettings, load_settings, user_api_url
-
-#: Exit code of a usage error, as the ``eval-quality`` CLI (2 means "the baseline moved" here).
-EXIT_USAGE = 64
-#: Exit code when the eval-quality home cannot hold the run's state: the leg cache cannot be opened
-#: even after moving a broken database aside, the disk is full, a file cannot be written (EX_IOERR).
-EXIT_IO = 74
-#: Exit code of a crash: an exception nothing expected (a bug), or a flow run Prefect ended Crashed or
-#: Failed for a reason that is not the gate's (EX_SOFTWARE). Never 1 or 2, which CI reads as the gate.
-EXIT_SOFTWARE = 70
 
 #: What identifies Prefect's temporary server in its command line and environment.
 _SERVER_FACTORY = "prefect.server.api.server:create_app"
@@ -168,11 +160,11 @@ def start_flow_main(prog: str, concurrency: int | None) -> FlowSettings:
 
 def check_leg_cache(prog: str, settings: FlowSettings) -> None:
     """Open the leg cache the run will use once, before any task runs: a broken database is moved aside
-    and rebuilt (one warning line, tasks/leg_cache.py); a cache that cannot be used at all (a diskcache
+    and rebuilt (one warning line, tasks/leg_cache/sqlite.py); a cache that cannot be used at all (a diskcache
     home that cannot be written, a PostgreSQL server that refuses or cannot be reached) is one line and
     exit 74, before every leg's task run fails with it."""
     from tasks.leg_cache import LegCache, LegCacheUnusable
-    from tasks.leg_cache_postgres import PostgresLegStore, is_postgres_url
+    from tasks.leg_cache.postgres import PostgresLegStore, is_postgres_url
 
     try:
         if is_postgres_url(settings.leg_cache):
@@ -227,8 +219,6 @@ def one_line_errors(prog: str) -> Iterator[None]:
         raise SystemExit(EXIT_UNAVAILABLE) from None
 
 
-#: Exit code when the Prefect API named by ``PREFECT_API_URL`` cannot be reached (EX_UNAVAILABLE).
-EXIT_UNAVAILABLE = 69
 
 
 #: The Prefect loggers that flood stderr once the server is gone (one line each few seconds, per event).

@@ -41,8 +41,9 @@ from evalquality_core.mutants.evaluator_strength import (
 )
 from evalquality_core.mutants.generate import Generation
 from evalquality_core.suite.mutants import as_mutation, mutant_staged_digest, system_members
-from flows.suites import Suite
 from tasks.caching import stored_result
+from tasks.suite_run import Answered, prepare_suite, trial_context, work_digest_of, write_sealed_trial
+from tasks.suites import Suite
 from tasks.trials import TrialAnswer, TrialFaultNote, TrialJob, run_trial, seal_record, trial_key
 
 
@@ -66,17 +67,15 @@ def run_mutant_trials(
     """Draw the trial sample of one suite's classified mutants, run and seal their trials, write them, and
     return the summary's ``evaluatorTrials`` block (module docstring)."""
     from evalquality_core.artifacts.base import to_wire
-    from flows.contract_strength import Answered, _prepare_suite, trial_context, write_sealed_trial
-    from flows.mutants import _work_digest
 
-    prepared = _prepare_suite(suite, suites_root)
+    prepared = prepare_suite(suite, suites_root)
     context = trial_context(suite, prepared)
     threshold = float(to_wire(prepared.policy)["catchThreshold"])
     rows_by_id = {row["mutantId"]: row for row in summary["mutants"]}
     mutants = {mutant.mutant_id: mutant for mutant in generation.kept}
     chosen = choose_trial_sample(summary["mutants"], size, seed)
     members = system_members(suite.directory)
-    work_digest = _work_digest(suite.directory)
+    work_digest = work_digest_of(suite.directory)
     submitted: dict[str, list[tuple[int, Any, str]]] = {}
     for mutant_id, _ in chosen:
         mutant = mutants[mutant_id]

@@ -89,7 +89,6 @@ from evalquality_core.suite.mutants import (
     system_members,
     system_sources,
 )
-from evalquality_core.suite.staging import staged_digests
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -102,9 +101,7 @@ from flows.lifecycle import (
     start_flow_main,
 )
 from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
-from flows.output import write_artifact
 from flows.settings import flow_run_settings
-from flows.suites import Suite, SuiteLoadError, find_suites, load_suite
 from flows.watch import tag_flow_run
 from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable, close_leg_cache
 from tasks.mutants import (
@@ -126,7 +123,10 @@ from tasks.mutants import (
     store_outcomes,
     stored_outcomes,
 )
+from tasks.output import write_artifact
 from tasks.preflight import LegJob, abort_event, leg_key, release_invocation, spawn_leg
+from tasks.suite_run import work_digest_of
+from tasks.suites import Suite, SuiteLoadError, find_suites, load_suite
 from tasks.workspace import reclaim_workspaces
 
 PROG = "python -m flows.mutants"
@@ -209,11 +209,6 @@ def _distinct_legs(plan: Any) -> list[tuple[str, Mapping[str, Any]]]:
     return legs
 
 
-def _work_digest(directory: Path) -> str:
-    """The digest of the staged ``work/`` (the fixtures), computed in place without staging."""
-    return staged_digests(directory, [None])[None][1]
-
-
 def _job(suite: Suite, request: Mapping[str, Any], staged: str, mutation: Any, settings: Mapping[str, Any]) -> LegJob:
     return LegJob(
         request=request,
@@ -266,7 +261,7 @@ def _submit_leg(suite: Suite, owner: str, job: LegJob, expected_faults: bool = F
     return spawn_leg.submit(suite.name, owner, job.request["probeId"], quote(job), expected_faults=expected_faults)
 
 
-def _submit_plan(suite: Suite, core: core_load.Suite, owner: str, mutation: Any, key: str, settings: Mapping[str, Any]) -> Any:
+def _submit_plan(suite: Suite, core: core_load.SuiteFiles, owner: str, mutation: Any, key: str, settings: Mapping[str, Any]) -> Any:
     return run_plan_task.submit(suite.name, owner, quote(core), quote(mutation), key, settings["store_dir"],
                                 settings["mode"] == "force")
 
@@ -333,7 +328,40 @@ def run_suite(
     suite: Suite, generation: Generation, settings: Mapping[str, Any], costs: Costs, use_coverage: bool, derive: bool = False,
     sources: Mapping[str, str] | None = None,
 ) -> SuiteResult:
-    """Classify and score one suite's generated mutants (module docstring)."""
+    """Classify and score one suite's generated mutants (module docstring), in four steps: the clean arm,
+    every mutant's runs submitted, their verdicts collected, the summary."""
+    arm = _run_clean_arm(suite, settings, costs, use_coverage)
+    if isinstance(arm, str):
+        return SuiteResult(suite.name, problem=arm)
+    pending, selection = _submit_mutants(suite, generation, arm, settings, costs)
+    collected = _collect_mutants(pending, arm, settings, costs)
+    if isinstance(collected, str):
+        return SuiteResult(suite.name, problem=collected)
+    verdicts, runs_of, provenance = collected
+    return _suite_result(suite, generation, arm, verdicts, runs_of, provenance, selection, derive, sources)
+
+
+@dataclass(frozen=True)
+class _CleanArm:
+    """The clean system's side of a suite: its plan and legs, their outcomes, coverage, and the identities
+    that enter every mutant's outcome key."""
+
+    core: core_load.SuiteFiles
+    legs: list[tuple[str, Mapping[str, Any]]]
+    steps: list[str]
+    planned: list[Any]
+    coverage: dict[str, Any] | None
+    clean: dict[str, RunOutcome]
+    clean_resolutions: Any
+    identity: dict[str, Any]
+    plan_identity: Any
+    context: Any
+    work_digest: str
+
+
+def _run_clean_arm(suite: Suite, settings: Mapping[str, Any], costs: Costs, use_coverage: bool) -> _CleanArm | str:
+    """Plan the suite, record (or read) line coverage, run every clean leg and the clean plan; a problem
+    line when the clean arm faulted (nothing about the mutants could be measured)."""
     core = core_load.load_suite(suite.directory)
     # Compiled and planned in the flow thread, not as digest-cached stage tasks: both are pure and take
     # milliseconds, while a cached re-run spent about a second reading each back from the verified
@@ -362,17 +390,27 @@ def run_suite(
     }
     clean_plan = _plan_answer(clean_plan_future, costs)
     if clean_plan.fault is not None:
-        return SuiteResult(suite.name, problem=f"the clean interaction plan faulted: {clean_plan.fault['code']}: {clean_plan.fault['detail']}")
+        return f"the clean interaction plan faulted: {clean_plan.fault['code']}: {clean_plan.fault['detail']}"
     faulted = sorted(leg_id for leg_id, outcome in clean.items() if outcome.fault_code is not None)
     if faulted:
-        return SuiteResult(suite.name, problem=f"clean leg {faulted[0]} faulted: {clean[faulted[0]].fault}")
-    # Every mutant: its outcomes from the outcome store, else the legs (and the plan) that reach a mutated line.
-    work_digest = _work_digest(suite.directory)
-    context = outcome_context(core.targets_text, work_digest)
+        return f"clean leg {faulted[0]} faulted: {clean[faulted[0]].fault}"
+    work_digest = work_digest_of(suite.directory)
     identity = {leg_id: run_identity(leg_id, [request], [clean[leg_id].observation or {}]) for leg_id, request in legs}
     plan_identity = run_identity("plan", planned, clean_plan.observations)
     clean.update(plan_outcomes(clean_plan.observations, None, steps))
-    clean_resolutions = resolve_oracles(core.contract, clean_plan.observations)
+    return _CleanArm(
+        core, legs, steps, planned, coverage, clean, resolve_oracles(core.contract, clean_plan.observations),
+        identity, plan_identity, outcome_context(core.targets_text, work_digest), work_digest,
+    )
+
+
+def _submit_mutants(
+    suite: Suite, generation: Generation, arm: _CleanArm, settings: Mapping[str, Any], costs: Costs
+) -> tuple[list[_MutantRuns], dict[str, int]]:
+    """Every mutant: its outcomes from the outcome store, else the legs (and the plan) that reach a mutated
+    line, submitted; and the run selection counts (with and without coverage)."""
+    core, legs, coverage, planned = arm.core, arm.legs, arm.coverage, arm.planned
+    identity, plan_identity, context, work_digest = arm.identity, arm.plan_identity, arm.context, arm.work_digest
     force = settings["mode"] == "force"
     members: dict[str, str] | None = None  # the clean system's file digests, read only when some mutant runs
     pending: list[_MutantRuns] = []
@@ -417,6 +455,15 @@ def run_suite(
         if plan_reached:
             runs.plan_future = _submit_plan(suite, core, mutant.mutant_id, mutation,
                                             plan_key(planned, core.targets_text, staged), settings)
+    return pending, selection
+
+
+def _collect_mutants(
+    pending: Sequence[_MutantRuns], arm: _CleanArm, settings: Mapping[str, Any], costs: Costs
+) -> tuple[list[MutantVerdict], dict[str, dict[str, RunOutcome]], dict[str, dict[str, Any]]] | str:
+    """Each mutant's outcomes (stored, remembered or run now) and its verdict against the clean arm; a
+    problem line when the leg cache failed under a run."""
+    core, coverage, clean, steps, clean_resolutions = arm.core, arm.coverage, arm.clean, arm.steps, arm.clean_resolutions
     verdicts: list[MutantVerdict] = []
     runs_of: dict[str, dict[str, RunOutcome]] = {}
     provenance: dict[str, dict[str, Any]] = {}
@@ -424,7 +471,7 @@ def run_suite(
         try:
             mutated, plan_answer, provenance[runs.mutant.mutant_id] = _outcomes_of(runs, settings, costs)
         except LegCacheUnusable as lost:
-            return SuiteResult(suite.name, problem=f"the leg cache failed under {lost}")
+            return f"the leg cache failed under {lost}"
         resolutions = None
         if plan_answer is not None:
             mutated.update(plan_outcomes(plan_answer.observations, plan_answer.fault, steps))
@@ -435,6 +482,16 @@ def run_suite(
             runs.mutant, clean, mutated, coverage_known=coverage is not None, covered_by=runs.covered,
             oracles=core.contract["oracles"], clean_resolutions=clean_resolutions, mutated_resolutions=resolutions,
         ))
+    return verdicts, runs_of, provenance
+
+
+def _suite_result(
+    suite: Suite, generation: Generation, arm: _CleanArm, verdicts: list[MutantVerdict],
+    runs_of: dict[str, dict[str, RunOutcome]], provenance: dict[str, dict[str, Any]], selection: dict[str, int],
+    derive: bool, sources: Mapping[str, str] | None,
+) -> SuiteResult:
+    """The suite's summary and report: representatives, provenance, run selection, derived probes."""
+    core, clean, legs = arm.core, arm.clean, arm.legs
     verdicts = with_representatives(verdicts)
     from evalquality_core.cli.main import package_version
 
@@ -453,7 +510,7 @@ def run_suite(
 
 
 def _derive(
-    suite: Suite, core: core_load.Suite, verdicts: Sequence[MutantVerdict], runs_of: Mapping[str, Mapping[str, RunOutcome]],
+    suite: Suite, core: core_load.SuiteFiles, verdicts: Sequence[MutantVerdict], runs_of: Mapping[str, Mapping[str, RunOutcome]],
     clean: Mapping[str, RunOutcome],
     legs: Sequence[tuple[str, Mapping[str, Any]]], files: dict[str, bytes],
 ) -> list[dict[str, Any]]:
@@ -673,9 +730,9 @@ def nightly_generated(suites: Sequence[Suite], out: Path, settings: Any, runner:
     """The nightly's mutants task group (issue 18): for every suite whose ``suite.toml`` opts in
     (``[mutants] nightly = true``), a ``mutants`` subflow on ``runner`` with the suite's sample and seed
     (and its ``trials-sample`` of live evaluator trials, flows/mutant_trials.py), writing under
-    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (flows/strength_document.py) and one line per suite that could not be measured."""
+    ``<out>/mutants/<suite>/``. Returns each suite's "generated strength" line (evalquality_core/artifacts/contract_strength.py) and one line per suite that could not be measured."""
+    from evalquality_core.artifacts.contract_strength import generated_strength_of
     from evalquality_core.suite.mutants import nightly_settings
-    from flows.strength_document import generated_strength_of
 
     lines: dict[str, Any] = {}
     problems: list[str] = []

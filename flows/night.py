@@ -20,8 +20,8 @@ from pathlib import Path
 
 from evalquality_core.printable import printable
 from flows.lifecycle import EXIT_UNAVAILABLE
-from flows.output import write_atomically
 from tasks.night_budget import NightBudget, end_night, start_night
+from tasks.output import write_atomically
 
 __all__ = ["LEDGER_FILE", "add_night_flags", "finish_night", "start_night_from"]
 

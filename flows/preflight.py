@@ -40,7 +40,7 @@ from evalquality_core.evaluate.pointers import as_wire
 from evalquality_core.faults import EvalQualityFault
 from evalquality_core.preflight.plan import PreflightPlan
 from evalquality_core.printable import printable
-from flows.baseline import GateResult, gate
+from flows.baseline import PreflightGate, gate
 from flows.embedded_server import embedded_server
 from flows.lifecycle import (
     FlowArgumentParser,
@@ -52,7 +52,6 @@ from flows.lifecycle import (
     one_line_errors,
     start_flow_main,
 )
-from flows.output import write_artifact
 from flows.report import (
     PreflightRun,
     ProbePreflight,
@@ -64,7 +63,6 @@ from flows.report import (
     summary_line,
 )
 from flows.settings import FlowSettings, choose_suites, flow_run_settings
-from flows.suites import Suite, load_suites
 from flows.watch import (
     GateMoved,
     LegProgress,
@@ -75,6 +73,7 @@ from flows.watch import (
 )
 from tasks.contract import compile_task
 from tasks.leg_cache import LEG_CACHE_MODES, LegAnswer, LegFaultCost, close_leg_cache
+from tasks.output import write_artifact
 from tasks.preflight import (
     LegJob,
     abort_event,
@@ -85,6 +84,7 @@ from tasks.preflight import (
     release_invocation,
     spawn_leg,
 )
+from tasks.suites import Suite, load_suites
 from tasks.workspace import reclaim_workspaces
 
 __all__ = ["SCOPES", "SUITE_ROW", "main", "preflight", "run_preflight_flow", "verdict_path"]
@@ -204,7 +204,7 @@ def preflight(
         if row.outcome.startswith("fault"):
             log.warning(f"{row.suite}/{row.probe_id}: {row.outcome}")
     run = PreflightRun(tuple(rows), tuple(failures), len(keys), time.perf_counter() - started)
-    result: GateResult | None = None
+    result: PreflightGate | None = None
     if baseline is not None:
         result = gate(run, Path(baseline), update=update_baseline)
         run = PreflightRun(run.probes, run.failures, run.distinct_spawns, run.wall_seconds, result.exit_code, result.lines)
@@ -218,7 +218,7 @@ def preflight(
     return Completed(message=summary_line(run), data=run)
 
 
-def gate_message(result: GateResult) -> str:
+def gate_message(result: PreflightGate) -> str:
     """One line naming what moved: the first difference, and how many more there are."""
     lines = [line for line in result.lines if line]
     first = lines[0] if lines else "the baseline gate did not match"

@@ -151,7 +151,7 @@ def _use_quiet_logging_file(prefect_home: Path) -> None:
         text = yaml.safe_dump(config, sort_keys=False)
         if not target.exists() or target.read_text() != text:
             # Written whole and renamed into place: flows starting together never read half a file.
-            from flows.output import write_atomically
+            from tasks.output import write_atomically
 
             write_atomically(target, text.encode())
     except (OSError, yaml.YAMLError):  # Prefect's file unreadable, or our home not writable: its defaults
@@ -174,19 +174,19 @@ class FlowSettings:
 
     @property
     def leg_cache_dir(self) -> Path:
-        """The diskcache leg cache's directory (tasks/leg_cache.py)."""
+        """The diskcache leg cache's directory (tasks/leg_cache/)."""
         return self.home / "leg-cache"
 
     @property
     def leg_cache(self) -> str:
         """Where legs are cached, as flow parameters carry it: ``$EVALQUALITY_LEG_CACHE`` (a ``postgresql://``
         URL several machines share) redacted of its credentials (the store reads the real URL from the
-        environment where it opens: tasks/leg_cache_postgres.py), else the diskcache directory under the
+        environment where it opens: tasks/leg_cache/postgres.py), else the diskcache directory under the
         home (one machine)."""
         configured = os.environ.get("EVALQUALITY_LEG_CACHE")
         if not configured:
             return str(self.leg_cache_dir)
-        from tasks.leg_cache_postgres import redacted
+        from tasks.leg_cache.postgres import redacted
 
         return redacted(configured)
 
@@ -211,7 +211,7 @@ def _concurrency(raw: str | None) -> int:
 def _check_leg_cache(raw: str | None) -> None:
     if not raw:
         return
-    from tasks.leg_cache_postgres import check_url, is_postgres_url, redacted
+    from tasks.leg_cache.postgres import check_url, is_postgres_url, redacted
 
     if not is_postgres_url(raw):
         # Shown redacted (a mistyped scheme still carries the password); a value that is no URL at all

@@ -31,21 +31,21 @@ from evalquality_core.artifacts.base import (
     read_artifact,
     to_wire,
 )
+from evalquality_core.artifacts.contract_strength import (
+    CONTRACT_STRENGTH_FILE,
+    VECTOR_CLASSES,
+    AggregateClasses,
+    SuiteStrength,
+)
+from evalquality_core.artifacts.evidence import StrengthVector
 from evalquality_core.canonical import scan_json
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.printable import printable
 from evalquality_core.registries import ProbeClass, Verdict
 from evalquality_core.suite.load import SuiteError, read_suite_bytes
 from flows.lifecycle import FlowArgumentParser, crash_exit
-from flows.output import write_atomically
-from flows.strength_document import (
-    CONTRACT_STRENGTH_FILE,
-    VECTOR_CLASSES,
-    AggregateClasses,
-    StrengthVector,
-    SuiteStrength,
-    read_suite_strength,
-)
+from tasks.output import write_atomically
+from tasks.strength_document import read_suite_strength
 
 #: The baseline's file name under the corpus root (harness.md A.5).
 BASELINE_FILE = "expected-strength.json"

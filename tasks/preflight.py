@@ -1,7 +1,7 @@
 """The pre-flight tasks: ``plan-preflight``, ``spawn-leg`` (one per leg), ``reduce-preflight``.
 
 Plan and reduce are pure core stages, digest-cached by ``StageDigest``. ``spawn-leg`` is not cached by
-Prefect: the leg cache (tasks/leg_cache.py) answers it, keyed on the request, so identical requests
+Prefect: the leg cache (tasks/leg_cache/) answers it, keyed on the request, so identical requests
 collapse across legs, probes and runs, single-flight across threads and processes. Each spawned leg
 runs in a fresh workspace the suite's staging fills, through the real adapter of its kind (the
 command-line adapter for a cli leg, the stdio MCP adapter for an mcp leg: one tool-server session),

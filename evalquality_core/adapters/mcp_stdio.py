@@ -84,6 +84,7 @@ from evalquality_core.probe.mcp_policy import (
     mcp_forbidden_target_fault,
     server_environment_for,
 )
+from evalquality_core.probe.observation import NotJson, refuse_json_constant
 from evalquality_core.probe.port import AbortSignal
 
 __all__ = [
@@ -155,14 +156,6 @@ class McpMechanism(Protocol):
     def __call__(self, spec: McpSessionSpec, abort: AbortSignal | None) -> McpCallResult:
         """Run the session once."""
         ...
-
-
-class _NotJson(Exception):
-    pass
-
-
-def _refuse_constant(literal: str) -> Any:
-    raise _NotJson(literal)
 
 
 class _ServerGone(Exception):
@@ -306,8 +299,8 @@ class _Session:
 
     def _line(self, line: bytes) -> None:
         try:
-            message = json.loads(line.decode("utf-8"), parse_constant=_refuse_constant)
-        except (UnicodeDecodeError, ValueError, _NotJson, RecursionError):
+            message = json.loads(line.decode("utf-8"), parse_constant=refuse_json_constant)
+        except (UnicodeDecodeError, ValueError, NotJson, RecursionError):
             shown = line[:200].decode("utf-8", errors="replace")
             raise _port_failure(
                 f"the server wrote bytes on stdout during {self.phase} that are not a JSON-RPC message: {shown}"

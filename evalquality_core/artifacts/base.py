@@ -144,7 +144,7 @@ class LineageArtifact(ArtifactModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _error_path(root: str, loc: tuple[int | str, ...], data: Any = None) -> str:
+def error_path(root: str, loc: tuple[int | str, ...], data: Any = None) -> str:
     """Render a pydantic error location as a document path, walking ``data`` alongside.
 
     Pydantic puts a union's tag into the location (``…permittedInterfaces[0].cli.operations``); a
@@ -211,13 +211,13 @@ def read_artifact(model: type[M], data: Any, artifact_path: str | None = None) -
         for error in errors:
             if error["type"] in FAILURE_CODES:
                 raise StructuralFailure(
-                    error["type"], _error_path(root, tuple(error["loc"]), data), error["msg"]
+                    error["type"], error_path(root, tuple(error["loc"]), data), error["msg"]
                 ) from None
         first = errors[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise RuntimeFault(
             "schema-parse-failure",
-            _error_path(root, tuple(first["loc"]), data),
+            error_path(root, tuple(first["loc"]), data),
             f"{first['msg']}{more}",
         ) from None
 

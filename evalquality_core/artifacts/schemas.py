@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter
 from evalquality_core.artifacts.base import LineageArtifact
 from evalquality_core.artifacts.brief import SealedEvaluatorBrief
 from evalquality_core.artifacts.contract import EvalContract, Rubric
+from evalquality_core.artifacts.contract_strength import SuiteStrength
 from evalquality_core.artifacts.evaluator_config import EvaluatorConfiguration
 from evalquality_core.artifacts.evidence import EvidenceArtifact
 from evalquality_core.artifacts.isolation import IsolationManifest
@@ -42,6 +43,8 @@ __all__ = ["SCHEMA_MODELS", "STAMP_RULES", "StampRule", "generate_schemas", "mai
 #: Published file name → model, one per artifact kind (the reference's file names).
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "artifact-reference.schema.json": ArtifactReference,
+    # The contract_strength flow's per-suite document (not a spec interchange artifact; ours).
+    "contract-strength.schema.json": SuiteStrength,
     "eval-contract.schema.json": EvalContract,
     "evaluator-configuration.schema.json": EvaluatorConfiguration,
     "evidence-artifact.schema.json": EvidenceArtifact,

@@ -44,7 +44,7 @@ def _common_options(function: click.decorators.FC) -> click.decorators.FC:
     return function
 
 
-def _single(flag: str, values: tuple[str, ...]) -> str | None:
+def single_value(flag: str, values: tuple[str, ...]) -> str | None:
     """The one value of a value flag: absent → None; repeats must agree; empty is refused."""
     if not values:
         return None
@@ -58,7 +58,7 @@ def _single(flag: str, values: tuple[str, ...]) -> str | None:
 
 def _write(kind: str, ins: tuple[str, ...], outs: tuple[str, ...], produce: Callable[[Any], BaseModel]) -> None:
     """Read ``--in``, make the one core call, write the artifact to ``--out`` (or stdout)."""
-    source, destination = _single("in", ins), _single("out", outs)
+    source, destination = single_value("in", ins), single_value("out", outs)
     target = out_path(destination, kind)
     check_out_not_input(target, {"in": source})
     write_artifact(to_wire(produce(read_json("in", source, "EvalContract"))), target)

@@ -1,4 +1,4 @@
-"""Outcome → exit code: the one total function of preflight-adapter.md §7.4."""
+"""A command's outcome → exit code: the one total function of preflight-adapter.md §7.4."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from evalquality_core.registries import (
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CommandOutcome:
     """What a command ended with. ``kind`` selects which other fields matter."""
 
     kind: Literal["artifact", "preflight", "verdict", "structural-failure", "fault", "usage-error"]
@@ -26,7 +26,7 @@ class Outcome:
     strict_promotable: bool = False
 
 
-def exit_code_of(outcome: Outcome, *, strict: bool = False) -> int:
+def exit_code_of(outcome: CommandOutcome, *, strict: bool = False) -> int:
     """Map a command outcome to its process exit code."""
     match outcome.kind:
         case "artifact":

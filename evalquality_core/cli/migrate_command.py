@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from evalquality_core.cli.compile_commands import _single
+from evalquality_core.cli.compile_commands import single_value
 from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import check_out_not_input, out_path, read_json, write_artifact
 from evalquality_core.cli.main import cli
@@ -26,7 +26,7 @@ from evalquality_core.migrate import migrate_document
 @click.option("--strict", is_flag=True, default=False, help="Accepted by every command; no effect here.")
 def migrate_command(in_: tuple[str, ...], contract: tuple[str, ...], out: tuple[str, ...], strict: bool) -> None:
     """Upgrade a contract (to 7), probe (to 6) or sealed run record (to 8) where that is mechanical."""
-    source, contract_path, destination = _single("in", in_), _single("contract", contract), _single("out", out)
+    source, contract_path, destination = single_value("in", in_), single_value("contract", contract), single_value("out", out)
     target = out_path(destination, "migrated")
     check_out_not_input(target, {"in": source, "contract": contract_path})
     document = read_json("in", source, "document")

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from evalquality_core.artifacts.base import to_wire
-from evalquality_core.cli.exit_codes import Outcome, exit_code_of
+from evalquality_core.cli.exit_codes import CommandOutcome, exit_code_of
 from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
@@ -65,6 +65,6 @@ def preflight_command(
     verdict = preflight_from_observations(contract_value, probe_values, run_id, observation_values, sink=sink)
     wire = to_wire(verdict) if hasattr(verdict, "model_dump") else verdict
     write_artifact(wire, target)
-    code = exit_code_of(Outcome(kind="preflight", passed=bool(wire["passed"])), strict=strict)
+    code = exit_code_of(CommandOutcome(kind="preflight", passed=bool(wire["passed"])), strict=strict)
     if code:
         raise click.exceptions.Exit(code)

@@ -28,7 +28,7 @@ from evalquality_core.artifacts.probe import Probe
 from evalquality_core.artifacts.references import PrivateArtifactManifest
 from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.artifacts.scoring_policy import ScoringPolicy
-from evalquality_core.cli.exit_codes import Outcome, exit_code_of
+from evalquality_core.cli.exit_codes import CommandOutcome, exit_code_of
 from evalquality_core.cli.flags import FlagGrammarCommand
 from evalquality_core.cli.io import (
     UsageError,
@@ -219,7 +219,7 @@ def score_command(
         raise click.exceptions.Exit(EXIT_INVALID)
     write_artifact(to_wire(run.artifact), target)
     code = exit_code_of(
-        Outcome(
+        CommandOutcome(
             kind="verdict",
             verdict=run.ladder.verdict,
             exit_code=run.ladder.exit_code,

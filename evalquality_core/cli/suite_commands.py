@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evalquality_core.cli.exit_codes import Outcome, exit_code_of
+from evalquality_core.cli.exit_codes import CommandOutcome, exit_code_of
 from evalquality_core.cli.main import cli, say
 from evalquality_core.printable import printable
 from evalquality_core.registries import EXIT_INVALID
@@ -167,7 +167,7 @@ def suite_trials(directory: Path, count: int | None, probe_ids: tuple[str, ...],
     for line in failures:
         say(f"suite trials: {line}")
     if failures:
-        raise click.exceptions.Exit(exit_code_of(Outcome(kind="preflight", passed=False)))
+        raise click.exceptions.Exit(exit_code_of(CommandOutcome(kind="preflight", passed=False)))
 
 
 @suite_group.command("digest", help="Print DIR's corpus digest (what `score --corpus-digest` takes).")

@@ -16,7 +16,7 @@ from evalquality_core.registries import SEVERITIES, Severity
 
 
 @dataclass(frozen=True)
-class CoverageGap:
+class UnsatisfiedRule:
     """An unsatisfied rule as emitted on the evidence artifact."""
 
     rule: str
@@ -46,13 +46,13 @@ def highest_severity(contract: Any) -> Severity:
     return SEVERITIES[max(levels)] if levels else "low"
 
 
-def coverage_gaps(contract: Any) -> list[CoverageGap]:
+def coverage_gaps(contract: Any) -> list[UnsatisfiedRule]:
     """Evaluate the seven rules in order over a contract (model or wire object)."""
     wire = _wire(contract)
     ctx = coverage_context(wire)
     severity = highest_severity(wire)
     return [
-        CoverageGap(rule.id, rule.relevance_predicate, rule.satisfaction_predicate, False, severity)
+        UnsatisfiedRule(rule.id, rule.relevance_predicate, rule.satisfaction_predicate, False, severity)
         for rule in COVERAGE_RULES
         if rule.relevance(ctx) and not rule.satisfaction(ctx)
     ]

@@ -448,11 +448,30 @@ def plan_preflight(
     _check_stamps(contract, probes)
     _check_interface_identifiers(contract)
     _check_interface_kinds(contract)
+    book = _LegBook(_IdMinter(_taken_ids(contract, probes)))
+    _plan_sensitivity_legs(book, contract)
+    control_checks = _plan_control_block(book, contract)
+    fault_checks = _plan_seeded_fault_legs(book, contract, probes, clean_witness_legs=clean_witness_legs)
+    _check_plan_legs(book.legs)
+    reference_sets = contract.get("referenceSets") or {}
+    return PreflightPlan(
+        run_id=run_id,
+        legs=tuple(book.legs),
+        checks=tuple(_ordered_checks(contract, book.legs, control_checks, fault_checks)),
+        reference_sets={name: list(entry["members"]) for name, entry in reference_sets.items()},
+        reference_set_keys={name: list(entry["keys"]) for name, entry in reference_sets.items()},
+    )
 
-    minter = _IdMinter(_taken_ids(contract, probes))
-    legs: list[PlannedLeg] = []
 
-    def add_leg(
+class _LegBook:
+    """The plan's legs in port-call order, and the minter of the ids the plan makes up (§1.4)."""
+
+    def __init__(self, minter: _IdMinter) -> None:
+        self.legs: list[PlannedLeg] = []
+        self.mint = minter.mint
+
+    def add(
+        self,
         leg_id: str,
         purpose: LegPurpose,
         interface: Mapping[str, Any],
@@ -474,10 +493,12 @@ def plan_preflight(
             artifact_path=artifact_path,
             calls=calls,
         )
-        legs.append(leg)
+        self.legs.append(leg)
         return leg
 
-    # 1. Sensitivity legs: interface order, operation order, leg 0 then leg 1 (§1.3).
+
+def _plan_sensitivity_legs(book: _LegBook, contract: Mapping[str, Any]) -> None:
+    """1. Sensitivity legs: interface order, operation order, leg 0 then leg 1 (§1.3)."""
     for interface in contract["permittedInterfaces"]:
         for operation in interface["operations"]:
             witness = operation.get("sensitivityWitness")
@@ -486,7 +507,7 @@ def plan_preflight(
             op_path = _operation_path(interface["logicalId"], operation["operationId"])
             for index, witness_leg in enumerate(witness["legs"]):
                 leg_path = f"{op_path}.sensitivityWitness.legs[{index}]"
-                add_leg(
+                book.add(
                     witness_leg["legId"],
                     "sensitivity",
                     interface,
@@ -496,15 +517,17 @@ def plan_preflight(
                     plan_calls(contract, witness_leg["legId"], interface, witness_leg.get("calls"), leg_path),
                 )
 
-    # 2. The control block (§1.5).
+
+def _plan_control_block(book: _LegBook, contract: Mapping[str, Any]) -> list[PlannedCheck]:
+    """2. The control block (§1.5): observe, mutate and reset when the contract declares a reset, observe again."""
     control_checks: list[PlannedCheck] = []
     observed = _select_observed(contract)
     if observed is not None:
         obs_interface, obs_operation, obs_inputs = observed
         reset = contract.get("fixtureReset")
         mutating = _select_mutating(contract, reset) if reset is not None else None
-        first = add_leg(
-            minter.mint(CONTROL_OBSERVE_BASE),
+        first = book.add(
+            book.mint(CONTROL_OBSERVE_BASE),
             "control-observe",
             obs_interface,
             obs_operation,
@@ -515,8 +538,8 @@ def plan_preflight(
         if mutating is not None and reset is not None:
             mut_interface, mut_operation, mut_inputs = mutating
             control_legs.append(
-                add_leg(
-                    minter.mint(CONTROL_MUTATE_BASE),
+                book.add(
+                    book.mint(CONTROL_MUTATE_BASE),
                     "control-mutate",
                     mut_interface,
                     mut_operation,
@@ -533,12 +556,12 @@ def plan_preflight(
                     f'"{reset["interfaceId"]}", which the contract does not declare',
                 )
             control_legs.append(
-                add_leg(
+                book.add(
                     reset["legId"], "control-reset", found[0], found[1], reset["inputs"], "EvalContract.fixtureReset.legId"
                 )
             )
-        last = add_leg(
-            minter.mint(CONTROL_OBSERVE_BASE),
+        last = book.add(
+            book.mint(CONTROL_OBSERVE_BASE),
             "control-observe",
             obs_interface,
             obs_operation,
@@ -550,8 +573,13 @@ def plan_preflight(
         control_checks.append(
             PlannedCheck("clean-control", None, None, leg_ids=tuple(leg.leg_id for leg in control_legs))
         )
+    return control_checks
 
-    # 3. Seeded-fault legs: probe order, defect order; clean probes and null witnesses add no leg (§1.7).
+
+def _plan_seeded_fault_legs(
+    book: _LegBook, contract: Mapping[str, Any], probes: Sequence[Mapping[str, Any]], *, clean_witness_legs: bool
+) -> list[PlannedCheck]:
+    """3. Seeded-fault legs: probe order, defect order; clean probes and null witnesses add no leg (§1.7)."""
     fault_checks: list[PlannedCheck] = []
     for probe in probes:
         if probe.get("expectedClean"):
@@ -577,10 +605,10 @@ def plan_preflight(
             twin_id: str | None = None
             if clean_witness_legs:
                 twin_request = with_calls(request_of(witness["legId"], interface, operation, witness["inputs"]), calls)
-                twin = _identical_clean_leg(legs, twin_request)
+                twin = _identical_clean_leg(book.legs, twin_request)
                 if twin is None:
-                    twin = add_leg(
-                        minter.mint(witness["legId"] + CLEAN_TWIN_SUFFIX),
+                    twin = book.add(
+                        book.mint(witness["legId"] + CLEAN_TWIN_SUFFIX),
                         "seeded-fault-clean",
                         interface,
                         operation,
@@ -591,10 +619,10 @@ def plan_preflight(
                 twin_id = twin.leg_id
             clean = tuple(
                 leg.leg_id
-                for leg in legs
+                for leg in book.legs
                 if leg.interface_id == interface["logicalId"] and leg.operation_id == operation["operationId"]
             )
-            add_leg(witness["legId"], "seeded-fault", interface, operation, witness["inputs"], f"{path}.legId", calls)
+            book.add(witness["legId"], "seeded-fault", interface, operation, witness["inputs"], f"{path}.legId", calls)
             fault_checks.append(
                 PlannedCheck(
                     "seeded-faults-scoped",
@@ -618,8 +646,12 @@ def plan_preflight(
                     defect_id=defect_id,
                 )
             )
+    return fault_checks
 
-    _check_unique(legs)
+
+def _check_plan_legs(legs: Sequence[PlannedLeg]) -> None:
+    """Leg ids are unique, and there is at least one leg."""
+    _check_unique(list(legs))
     if not legs:
         raise StructuralFailure(
             "unreachable-check-evidence",
@@ -627,7 +659,13 @@ def plan_preflight(
             "the plan has no leg at all, so a fixture digest over nothing would certify nothing",
         )
 
-    # Check order (§1.8): interface-present per pair in first-leg order, then the rest.
+
+def _ordered_checks(
+    contract: Mapping[str, Any], legs: Sequence[PlannedLeg], control_checks: list[PlannedCheck],
+    fault_checks: list[PlannedCheck],
+) -> list[PlannedCheck]:
+    """The checks in verdict order (§1.8): interface-present per pair in first-leg order, then
+    input-sensitivity per operation, then the control and seeded-fault checks."""
     pairs: dict[tuple[str, str], list[str]] = {}
     for leg in legs:
         pairs.setdefault((leg.interface_id, leg.operation_id), []).append(leg.leg_id)
@@ -649,14 +687,7 @@ def plan_preflight(
                     operation=operation,
                 )
             )
-    reference_sets = contract.get("referenceSets") or {}
-    return PreflightPlan(
-        run_id=run_id,
-        legs=tuple(legs),
-        checks=tuple(present + sensitivity + control_checks + fault_checks),
-        reference_sets={name: list(entry["members"]) for name, entry in reference_sets.items()},
-        reference_set_keys={name: list(entry["keys"]) for name, entry in reference_sets.items()},
-    )
+    return present + sensitivity + control_checks + fault_checks
 
 
 def _select_observed(

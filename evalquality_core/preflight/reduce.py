@@ -90,7 +90,7 @@ NOTES: Mapping[str, str] = {
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class ComputedCheck:
     """One computed check, before it becomes a verdict row."""
 
     outcome: PreflightCheckOutcome
@@ -245,48 +245,48 @@ def resolve_relation(
 # --- the six checks (§2.3, §2.4) ----------------------------------------------------------------
 
 
-def _interface_present(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+def _interface_present(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> ComputedCheck:
     for leg_id in check.leg_ids:
         state = states[leg_id]
         if state.observation is None:
-            return CheckResult("failed", NOTES["no-observation"].format(leg=leg_id), check.interface_id, check.operation_id)
+            return ComputedCheck("failed", NOTES["no-observation"].format(leg=leg_id), check.interface_id, check.operation_id)
         request, observation = state.leg.request, state.observation
         if any(observation[key] != request[key] for key in ("probeId", "interfaceId", "operationId")):
-            return CheckResult("failed", NOTES["bad-echo"].format(leg=leg_id), check.interface_id, check.operation_id)
-    return CheckResult("satisfied", None, check.interface_id, check.operation_id)
+            return ComputedCheck("failed", NOTES["bad-echo"].format(leg=leg_id), check.interface_id, check.operation_id)
+    return ComputedCheck("satisfied", None, check.interface_id, check.operation_id)
 
 
-def _input_sensitivity(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+def _input_sensitivity(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> ComputedCheck:
     ids = (check.interface_id, check.operation_id)
     assert check.operation is not None
     if check.witness is None:
         if not declares_request_keys(check.operation):
-            return CheckResult("exempt", NOTES["no-inputs"], *ids)
-        return CheckResult("failed", NOTES["no-witness"], *ids)
+            return ComputedCheck("exempt", NOTES["no-inputs"], *ids)
+        return ComputedCheck("failed", NOTES["no-witness"], *ids)
     evidence: dict[str, Mapping[str, Any]] = {}
     for leg_id in check.leg_ids:
         state = states[leg_id]
         if state.evidence is None:
-            return CheckResult("failed", NOTES["witness-leg-missing"].format(leg=leg_id), *ids)
+            return ComputedCheck("failed", NOTES["witness-leg-missing"].format(leg=leg_id), *ids)
         evidence.update(state.bound())
     resolution = resolve(check.witness["relation"], evidence, check.operation, plan)
     if resolution == "true":
-        return CheckResult("satisfied", None, *ids)
+        return ComputedCheck("satisfied", None, *ids)
     if resolution == "false":
-        return CheckResult("failed", NOTES["witness-false"], *ids)
-    return CheckResult("failed", NOTES["witness-insufficient"], *ids)
+        return ComputedCheck("failed", NOTES["witness-false"], *ids)
+    return ComputedCheck("failed", NOTES["witness-insufficient"], *ids)
 
 
-def _state_reset(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+def _state_reset(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> ComputedCheck:
     first, last = (states[leg_id] for leg_id in check.leg_ids)
     if first.projection is None or last.projection is None:
-        return CheckResult("failed", NOTES["observe-missing"], None, None)
+        return ComputedCheck("failed", NOTES["observe-missing"], None, None)
     # 8.0.0: an operation listing stateResetPointers is compared on those values (and its transport fields) only.
     a = {key: value for key, value in state_reset_projection(first.projection, first.leg.operation).items() if key != "legId"}
     b = {key: value for key, value in state_reset_projection(last.projection, last.leg.operation).items() if key != "legId"}
     if digest_artifact(a) == digest_artifact(b):
-        return CheckResult("satisfied", None, None, None)
-    return CheckResult("failed", NOTES["projections-differ"].format(a=first.leg.leg_id, b=last.leg.leg_id), None, None)
+        return ComputedCheck("satisfied", None, None, None)
+    return ComputedCheck("failed", NOTES["projections-differ"].format(a=first.leg.leg_id, b=last.leg.leg_id), None, None)
 
 
 def control_anomaly(observation: Mapping[str, Any]) -> str | None:
@@ -300,15 +300,15 @@ def control_anomaly(observation: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _clean_control(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> CheckResult:
+def _clean_control(check: PlannedCheck, states: Mapping[str, LegState], _plan: PreflightPlan, _r: Resolver) -> ComputedCheck:
     for leg_id in check.leg_ids:
         observation = states[leg_id].observation
         if observation is None:
-            return CheckResult("failed", NOTES["control-missing"].format(leg=leg_id), None, None)
+            return ComputedCheck("failed", NOTES["control-missing"].format(leg=leg_id), None, None)
         anomaly = control_anomaly(observation)
         if anomaly is not None:
-            return CheckResult("failed", NOTES["control-anomaly"].format(leg=leg_id, anomaly=anomaly), None, None)
-    return CheckResult("satisfied", None, None, None)
+            return ComputedCheck("failed", NOTES["control-anomaly"].format(leg=leg_id, anomaly=anomaly), None, None)
+    return ComputedCheck("satisfied", None, None, None)
 
 
 def _answered_alike(leg: LegState, fault: LegState) -> bool:
@@ -322,7 +322,7 @@ def _answered_alike(leg: LegState, fault: LegState) -> bool:
     return None not in (request_a, answer_a) and request_a == request_b and answer_a == answer_b
 
 
-def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> ComputedCheck:
     assert check.witness is not None and check.operation is not None
     ids = (check.interface_id, check.operation_id)
     defect, witness_leg = check.defect_id, check.witness["legId"]
@@ -333,9 +333,9 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
         # The twin must *show* the witness failing on clean behaviour: no answer shows nothing.
         twin = states[twin_id]
         if twin.evidence is None:
-            return CheckResult("failed", NOTES["scoped-twin-missing"].format(defect=defect, leg=twin_id), *ids)
+            return ComputedCheck("failed", NOTES["scoped-twin-missing"].format(defect=defect, leg=twin_id), *ids)
         if resolve(check.witness["relation"], twin.bound(witness_leg, witness_calls), check.operation, plan) == "true":
-            return CheckResult("failed", NOTES["scoped-holds-clean"].format(defect=defect, leg=twin_id), *ids)
+            return ComputedCheck("failed", NOTES["scoped-holds-clean"].format(defect=defect, leg=twin_id), *ids)
     dropped: list[str] = []
     examined: list[LegState] = []
     for leg_id in check.clean_leg_ids:
@@ -346,9 +346,9 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
             examined.append(state)
     if not examined:
         if not dropped:
-            return CheckResult("failed", NOTES["scoped-alone"].format(defect=defect), *ids)
+            return ComputedCheck("failed", NOTES["scoped-alone"].format(defect=defect), *ids)
         quoted = ", ".join(f'"{leg_id}"' for leg_id in dropped)
-        return CheckResult("failed", NOTES["scoped-all-alike"].format(defect=defect, legs=quoted), *ids)
+        return ComputedCheck("failed", NOTES["scoped-all-alike"].format(defect=defect, legs=quoted), *ids)
     for state in examined:
         if state.evidence is None:
             continue  # nothing to contradict
@@ -359,26 +359,26 @@ def _seeded_faults_scoped(check: PlannedCheck, states: Mapping[str, LegState], p
             # is not an answer: under ``not`` it would read as one): nothing to contradict.
             continue
         if resolve(check.witness["relation"], bound, check.operation, plan) == "true":
-            return CheckResult("failed", NOTES["scoped-fires-clean"].format(defect=defect, leg=state.leg.leg_id), *ids)
-    return CheckResult("satisfied", defect, *ids)
+            return ComputedCheck("failed", NOTES["scoped-fires-clean"].format(defect=defect, leg=state.leg.leg_id), *ids)
+    return ComputedCheck("satisfied", defect, *ids)
 
 
-def _seeded_fault_fired(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> CheckResult:
+def _seeded_fault_fired(check: PlannedCheck, states: Mapping[str, LegState], plan: PreflightPlan, resolve: Resolver) -> ComputedCheck:
     defect = check.defect_id
     if check.witness is None:
-        return CheckResult("failed", NOTES["fired-no-witness"].format(defect=defect), None, None)
+        return ComputedCheck("failed", NOTES["fired-no-witness"].format(defect=defect), None, None)
     assert check.operation is not None
     ids = (check.interface_id, check.operation_id)
     state = states[check.witness["legId"]]
     if state.evidence is None:
-        return CheckResult("failed", NOTES["fired-no-observation"].format(defect=defect), *ids)
+        return ComputedCheck("failed", NOTES["fired-no-observation"].format(defect=defect), *ids)
     resolution = resolve(check.witness["relation"], state.bound(), check.operation, plan)
     if resolution == "true":
-        return CheckResult("satisfied", defect, *ids)
-    return CheckResult("failed", NOTES["fired-resolved"].format(defect=defect, resolution=resolution), *ids)
+        return ComputedCheck("satisfied", defect, *ids)
+    return ComputedCheck("failed", NOTES["fired-resolved"].format(defect=defect, resolution=resolution), *ids)
 
 
-CheckFunction = Callable[[PlannedCheck, Mapping[str, LegState], PreflightPlan, Resolver], CheckResult]
+CheckFunction = Callable[[PlannedCheck, Mapping[str, LegState], PreflightPlan, Resolver], ComputedCheck]
 
 
 @dataclass(frozen=True)

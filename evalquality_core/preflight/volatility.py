@@ -29,7 +29,7 @@ from evalquality_core.evaluate.pointers import decode_tokens
 from evalquality_core.preflight.projection import escape_token, prune_body
 
 __all__ = [
-    "Difference",
+    "RunDifference",
     "first_difference",
     "stable_observation",
     "volatile_header_names",
@@ -82,7 +82,7 @@ def stable_observation(observation: Mapping[str, Any], operation: Mapping[str, A
     return stable
 
 
-class Difference:
+class RunDifference:
     """Where two runs of one plan first answered differently: the step and the field."""
 
     __slots__ = ("field", "step")
@@ -91,7 +91,7 @@ class Difference:
         self.step, self.field = step, field
 
     def __repr__(self) -> str:
-        return f"Difference(step={self.step!r}, field={self.field!r})"
+        return f"RunDifference(step={self.step!r}, field={self.field!r})"
 
     def sentence(self) -> str:
         """``step "<step>" answered differently at <field>``."""
@@ -143,7 +143,7 @@ def first_difference(
     second: Sequence[Mapping[str, Any]],
     operations: Mapping[str, Mapping[str, Any]],
     step_ids: Sequence[str] = (),
-) -> Difference | None:
+) -> RunDifference | None:
     """The first step at which two runs of one plan differ once volatile parts are removed, or ``None``.
 
     ``operations`` maps an ``operationId`` to its contract operation; ``step_ids`` names the plan step of
@@ -154,11 +154,11 @@ def first_difference(
         step = step_ids[index] if index < len(step_ids) else None
         if index >= len(first) or index >= len(second):
             present = first[index] if index < len(first) else second[index]
-            return Difference(step or present["observationId"], "its presence (one run has no observation for it)")
+            return RunDifference(step or present["observationId"], "its presence (one run has no observation for it)")
         a, b = (_comparable(o, operations.get(o["operationId"])) for o in (first[index], second[index]))
         pointer = _first_pointer(a, b)
         if pointer is not None:
-            return Difference(step or first[index]["observationId"], _field(pointer))
+            return RunDifference(step or first[index]["observationId"], _field(pointer))
     return None
 
 

@@ -31,7 +31,6 @@ a file or Prefect; ``tasks/agent_legs.py`` runs the loop.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,7 +126,8 @@ def backoff_seconds(retry: RetryPolicy, attempt: int, seed: str) -> float:
     together do not retry together, and a rerun waits the same."""
     base = min(retry.backoff_ms * 2 ** (attempt - 1), retry.max_backoff_ms) / 1000
     digest = hashlib.sha256(f"{seed}:{attempt}".encode()).digest()
-    return base * (0.5 + random.Random(digest).random() / 2)
+    # The digest's first 8 bytes as a fraction in [0, 1): seeded, and the core reads no random source.
+    return base * (0.5 + int.from_bytes(digest[:8], "big") / 2**64 / 2)
 
 
 def _fault(source: str, detail: str) -> RuntimeFault:

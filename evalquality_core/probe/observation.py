@@ -35,18 +35,20 @@ __all__ = [
 ]
 
 
-class _NotJson(Exception):
-    pass
+class NotJson(Exception):
+    """A text that parses as JSON only by Python's extensions (``NaN``, ``Infinity``) or past the safe
+    integer range: it is not an interchange JSON value (artifacts.md §1.2)."""
 
 
-def _refuse_constant(literal: str) -> Any:
-    raise _NotJson(literal)
+def refuse_json_constant(literal: str) -> Any:
+    """``json.loads(parse_constant=...)``: refuse ``NaN``/``Infinity`` instead of making a float of them."""
+    raise NotJson(literal)
 
 
 def _safe_int(literal: str) -> int:
     number = int(literal)
     if abs(number) > MAX_SAFE_INTEGER:
-        raise _NotJson(literal)
+        raise NotJson(literal)
     return number
 
 
@@ -57,7 +59,7 @@ def decode_output(data: bytes) -> str:
 
 #: One decoder for every call (building one per call costs more than decoding a small body);
 #: ``decode`` is what ``json.loads(text, parse_constant=..., parse_int=...)`` runs.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_safe_int)
+_DECODER = json.JSONDecoder(parse_constant=refuse_json_constant, parse_int=_safe_int)
 #: What ``json_value_of_text`` answers for text that is not JSON under ``bodyFromText``.
 NOT_JSON: Any = object()
 
@@ -70,7 +72,7 @@ def json_value_of_text(text: str) -> Any:
     try:
         value = _DECODER.decode(text)
         check_value_domain(value)
-    except (ValueError, _NotJson, RecursionError, RuntimeFault):
+    except (ValueError, NotJson, RecursionError, RuntimeFault):
         return NOT_JSON
     return value
 

@@ -85,7 +85,7 @@ class EvidenceIntegrity:
 
 
 @dataclass(frozen=True)
-class LineageChain:
+class LineageFlags:
     """The remediation lineage flags (score declares all three true)."""
 
     length_consistent: bool = True
@@ -111,7 +111,7 @@ class LadderInputs:
     findings: Sequence[LadderFinding] = ()
     coverage_gaps: Sequence[LadderCoverageGap] = ()
     integrity: EvidenceIntegrity = field(default_factory=EvidenceIntegrity)
-    lineage: LineageChain = field(default_factory=LineageChain)
+    lineage: LineageFlags = field(default_factory=LineageFlags)
 
 
 @dataclass(frozen=True)

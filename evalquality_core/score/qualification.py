@@ -211,24 +211,44 @@ def qualify_probe(probe: Any, home: HomeOperation | None) -> Qualification:
 
 
 def _check_signature(signature: Mapping[str, Any], home: HomeOperation | None, where: str, fail: Any) -> None:
+    """The signature checks in the order their failures are reported: the interface and observable
+    channel, the channels the predicate names (code 8), its disjuncts (code 9), the selector keys
+    against the home operation (code 10), each pointer, then each predicate node."""
     kind = signature["interfaceKind"]
     observable = signature["observableChannel"]
+    _check_interface_and_observable(kind, observable, where, fail)
+    pred_path = f"{where}.condition.predicate"
+    predicate = signature["condition"]["predicate"]
+    pointers = _pointers(predicate, pred_path)
+    _check_channels_named(pointers, observable, pred_path, fail)
+    _check_disjuncts(predicate, pred_path, fail)
+    if home is not None:
+        _check_selector_keys(signature, home, where, fail)
+    _check_signature_pointers(pointers, kind, observable, home, where, fail)
+    _check_predicate_nodes(predicate, pred_path, home, fail)
+
+
+def _check_interface_and_observable(kind: str, observable: str, where: str, fail: Any) -> None:
+    """The interface kind has probe semantics, and the observable channel is on the response side."""
     if kind not in SUPPORTED_INTERFACE_KINDS:
         fail("signature-interface-kind-unsupported", f"{where}.interfaceKind",
              f'interface kind "{kind}" has no probe semantics in this version')
     if observable not in RESPONSE_SIDE_CHANNELS:
         fail("signature-observable-channel-not-response-side", f"{where}.observableChannel",
              f'observable channel "{observable}" is not on the response side')
-    pred_path = f"{where}.condition.predicate"
-    predicate = signature["condition"]["predicate"]
-    pointers = _pointers(predicate, pred_path)
-    # code 8: channels named by fully rooted pointers
+
+
+def _check_channels_named(pointers: list[_Pointer], observable: str, pred_path: str, fail: Any) -> None:
+    """Code 8: the fully rooted pointers name the observable channel, or two channels one of them response-side."""
     channels = {ptr.channel for ptr in pointers if ptr.rooted and ptr.channel is not None}
     response = channels & set(RESPONSE_SIDE_CHANNELS)
     if not (observable in channels and observable in RESPONSE_SIDE_CHANNELS) and not (len(channels) >= 2 and response):
         fail("condition-channels-underspecified", pred_path,
              f'the predicate names neither the observable channel "{observable}" nor two channels including a response-side one')
-    # code 9: every direct operand of an any node names a response-side channel
+
+
+def _check_disjuncts(predicate: Mapping[str, Any], pred_path: str, fail: Any) -> None:
+    """Code 9: every direct operand of an ``any`` node names a response-side channel."""
     for kind_, node, path, _inh, _d in _walk(predicate, pred_path, None, 0):
         if kind_ == "node" and node["op"] == "any":
             for i, child in enumerate(node["operands"]):
@@ -236,22 +256,31 @@ def _check_signature(signature: Mapping[str, Any], home: HomeOperation | None, w
                 if not named & set(RESPONSE_SIDE_CHANNELS):
                     fail("condition-disjunct-without-response-channel", f"{path}.operands[{i}]",
                          "a disjunct names no response-side channel")
-    # code 10: selector keys declared by the home operation
-    if home is not None:
-        shapes = home.operation.get("requestShape") or {}
-        for channel, binding in (signature["condition"]["selector"]["inputBinding"] or {}).items():
-            if binding is None:
-                continue
-            shape = shapes.get(channel)
-            for key, value in binding.items():
-                bpath = f'{where}.condition.selector.inputBinding.{channel}["{key}"]'
-                declared = shape is not None and (key in shape["requiredKeys"] or key in shape["permittedKeys"])
-                if not declared:
-                    fail("condition-selector-key-undeclared", bpath,
-                         f'operation {home.operation_id} declares no {channel} key "{key}"')
-                elif value.get("matcher") == "type-violating" and (shape.get("types") or {}).get(key) is None:
-                    fail("condition-selector-key-undeclared", bpath,
-                         f'{channel} key "{key}" has no declared type for a type-violating matcher')
+
+
+def _check_selector_keys(signature: Mapping[str, Any], home: HomeOperation, where: str, fail: Any) -> None:
+    """Code 10: each selector key is declared by the home operation (with a type, for a type-violating matcher)."""
+    shapes = home.operation.get("requestShape") or {}
+    for channel, binding in (signature["condition"]["selector"]["inputBinding"] or {}).items():
+        if binding is None:
+            continue
+        shape = shapes.get(channel)
+        for key, value in binding.items():
+            bpath = f'{where}.condition.selector.inputBinding.{channel}["{key}"]'
+            declared = shape is not None and (key in shape["requiredKeys"] or key in shape["permittedKeys"])
+            if not declared:
+                fail("condition-selector-key-undeclared", bpath,
+                     f'operation {home.operation_id} declares no {channel} key "{key}"')
+            elif value.get("matcher") == "type-violating" and (shape.get("types") or {}).get(key) is None:
+                fail("condition-selector-key-undeclared", bpath,
+                     f'{channel} key "{key}" has no declared type for a type-violating matcher')
+
+
+def _check_signature_pointers(
+    pointers: list[_Pointer], kind: str, observable: str, home: HomeOperation | None, where: str, fail: Any
+) -> None:
+    """The observable channel and each pointer against what the interface kind can produce, the reserved
+    step, the artifact channel, quantifier scope and (with a home operation) evidence reachability."""
     never = NEVER_PRODUCED.get(kind, ())
     if observable in never:
         fail("condition-text-channel-on-api", f"{where}.observableChannel",
@@ -273,6 +302,11 @@ def _check_signature(signature: Mapping[str, Any], home: HomeOperation | None, w
             reason = _unwritable(ptr, home)
             if reason:
                 fail("condition-pointer-unwritable", ptr.path, reason)
+
+
+def _check_predicate_nodes(predicate: Mapping[str, Any], pred_path: str, home: HomeOperation | None, fail: Any) -> None:
+    """Each operand and node of the predicate: no reference set, pointer-first operators, legal regexes,
+    and quantifiers (:func:`_check_quantifier`)."""
     for kind_, value, path, _inh, depth in _walk(predicate, pred_path, None, 0):
         if kind_ == "operand" and "referenceSet" in value:
             fail("condition-reference-set-operand", path, "a signature predicate reads no reference set")
@@ -284,20 +318,25 @@ def _check_signature(signature: Mapping[str, Any], home: HomeOperation | None, w
         if op == "regex" and (_BACKREF.search(value["pattern"]) or _LOOKBEHIND.search(value["pattern"])):
             fail("condition-regex-illegal", f"{path}.pattern", "backreferences and lookbehind are not allowed")
         if op in ("for-all", "for-any"):
-            if depth >= 2:
-                fail("condition-quantifier-nesting", path, "quantifiers nest at most one level")
-            coll = value["collection"]
-            if "pointer" not in coll:
-                fail("condition-operand-illegal", f"{path}.collection", "a quantifier ranges over a pointer")
-            elif home is not None and not coll["pointer"].startswith("@"):
-                _step, channel, tail = _split(coll["pointer"])
-                locations = {
-                    decode_tokens(loc["pointer"])
-                    for loc in (home.operation.get("responseDescriptor") or {}).get("collectionLocations") or []
-                }
-                if channel != _descriptor_channel(home) or decode_tokens("/" + (tail or "")) not in locations:
-                    fail("condition-quantifier-over-non-collection", f"{path}.collection",
-                         f'operation {home.operation_id} declares no collection at "{coll["pointer"]}"')
+            _check_quantifier(value, path, depth, home, fail)
+
+
+def _check_quantifier(value: Mapping[str, Any], path: str, depth: int, home: HomeOperation | None, fail: Any) -> None:
+    """A quantifier nests at most one level and ranges over a pointer to a collection the home operation declares."""
+    if depth >= 2:
+        fail("condition-quantifier-nesting", path, "quantifiers nest at most one level")
+    coll = value["collection"]
+    if "pointer" not in coll:
+        fail("condition-operand-illegal", f"{path}.collection", "a quantifier ranges over a pointer")
+    elif home is not None and not coll["pointer"].startswith("@"):
+        _step, channel, tail = _split(coll["pointer"])
+        locations = {
+            decode_tokens(loc["pointer"])
+            for loc in (home.operation.get("responseDescriptor") or {}).get("collectionLocations") or []
+        }
+        if channel != _descriptor_channel(home) or decode_tokens("/" + (tail or "")) not in locations:
+            fail("condition-quantifier-over-non-collection", f"{path}.collection",
+                 f'operation {home.operation_id} declares no collection at "{coll["pointer"]}"')
 
 
 def _descriptor_channel(home: HomeOperation) -> str:

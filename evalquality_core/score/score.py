@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalquality_core.artifacts.base import to_wire
+from evalquality_core.artifacts.evidence import ClassStrength
 from evalquality_core.canonical.digest import digest_artifact
-from evalquality_core.coverage.coverage import CoverageGap, coverage_gaps
+from evalquality_core.coverage.coverage import UnsatisfiedRule, coverage_gaps
 from evalquality_core.evaluate import (
     as_wire,
     resolution_context,
@@ -46,7 +48,6 @@ from evalquality_core.score.outcome import (
 )
 from evalquality_core.score.qualification import Qualification, qualify_probe
 from evalquality_core.score.strength import (
-    ClassStrength,
     ProbeStrengthInput,
     comparability_key,
     is_comparable,
@@ -54,7 +55,7 @@ from evalquality_core.score.strength import (
     strength_note,
     strength_vector,
 )
-from evalquality_core.score.trials import TrialSetResult, TrialVote, reduce_trial_set, trial_vote
+from evalquality_core.score.trials import TrialSetResult, Vote, reduce_trial_set, trial_vote
 from evalquality_core.score.witness import (
     HomeOperation,
     WitnessMatch,
@@ -93,11 +94,11 @@ class TrialScore:
     trial_index: int
     outcomes: tuple[ScoredOutcome, ...]
     witness: WitnessMatch | None
-    vote: TrialVote | None
+    vote: Vote | None
 
 
 @dataclass(frozen=True)
-class StrengthBlock:
+class ScoredStrength:
     """The emitted strength block (§5.3)."""
 
     denominator: str
@@ -111,7 +112,7 @@ class StrengthBlock:
         return {
             "denominator": self.denominator,
             "basis": self.basis,
-            "vector": {k: (None if v is None else v.to_wire()) for k, v in self.vector.items()},
+            "vector": {k: (None if v is None else to_wire(v)) for k, v in self.vector.items()},
             "comparable": self.comparable,
             "note": self.note,
         }
@@ -135,8 +136,8 @@ class ScoreResult:
     reduction: TrialSetResult
     completed: int
     completed_attempts: tuple[int, ...]
-    strength: StrengthBlock
-    coverage_gaps: tuple[CoverageGap, ...]
+    strength: ScoredStrength
+    coverage_gaps: tuple[UnsatisfiedRule, ...]
     #: Ids of every finding with ``oracleId: null``, each trial's sorted, concatenated across trials.
     uncited_findings: tuple[str, ...]
     #: Uncited defect findings as ``{findingId, observationIds, quotedEvidence, severity}``, by id.
@@ -337,13 +338,7 @@ def score(
     signed = not p["expectedClean"] and p.get("defectSignature") is not None
     home = resolve_home_operation(c, p["defectSignature"]) if signed else None
     qualification = qualify_probe(p, home)
-    judge_conduct: JudgeConduct = (
-        "absent"
-        if not c.get("rubrics")
-        else "malformed"
-        if any(cond.kind == "judge-result-unscored" for t in ordered for cond in t.conditions)
-        else "conforming"
-    )
+    judge_conduct = _judge_conduct(c, ordered)
     trial_scores = tuple(
         _score_trial(
             c,
@@ -365,58 +360,14 @@ def score(
     completed = len(ordered)
     admitted = (p["probeId"],) if qualification.qualified else ()
     excluded = () if qualification.qualified else (p["probeId"],)
-    unreached = [o.oracle_id for o in outcomes if o.state == "unreached"]
-    vector = strength_vector(
-        [ProbeStrengthInput(p["probeId"], p["probeClass"], p["expectedClean"], qualification.qualified, reduction)]
-    )
     minimum = pol["minimumTrialCount"]
-    strength = StrengthBlock(
-        denominator=strength_denominator(completed),
-        basis="measured",
-        vector=vector,
-        comparable=is_comparable(completed, minimum, unreached),
-        note=strength_note(len(admitted), completed, minimum, unreached),
-    )
+    strength = _scored_strength(p, qualification, reduction, outcomes, completed, minimum)
     gaps = tuple(coverage_gaps(c))
     mode: RunMode = ordered[0].mode if ordered else "production"  # type: ignore[assignment]
     recommendation = ordered[0].evaluator_recommendation if ordered else "PASS"
-    all_findings = [f for t in ordered for f in t.findings]
-    uncited = tuple(
-        fid for t in ordered for fid in sorted(f["findingId"] for f in t.findings if f["oracleId"] is None)
-    )
-    uncited_gaps = tuple(
-        sorted(
-            (
-                {
-                    "findingId": f["findingId"],
-                    "observationIds": list(f["observationIds"]),
-                    "quotedEvidence": [dict(q) for q in f["quotedEvidence"]],
-                    "severity": f["severity"],
-                }
-                for f in all_findings
-                if f["findingType"] == "defect" and f["oracleId"] is None
-            ),
-            key=lambda g: g["findingId"],
-        )
-    )
+    uncited, uncited_gaps = _uncited_findings(ordered)
     policy_digest = digest_artifact(pol)
-    ladder_inputs = LadderInputs(
-        outcomes=outcomes,
-        preflight_passed=bool(pre["passed"]),
-        invalidated_attempts=len(reduction.invalidated_attempts),
-        severity_floor=pol["severityFloor"],
-        re_execution_cap=pol["reExecutionCap"],
-        confidence_threshold=pol["confidenceThreshold"],
-        minimum_trial_count=minimum,
-        completed_trials=completed,
-        evaluator_recommendation=recommendation,  # type: ignore[arg-type]
-        unwitnessed_quotations=[(q.finding_id, q.channel) for t in ordered for q in t.unwitnessed_quotations],
-        findings=[
-            LadderFinding(f["findingId"], f["findingType"], f["oracleId"], f["confidence"]) for f in all_findings
-        ],
-        coverage_gaps=[LadderCoverageGap(g.rule, g.satisfied, g.severity) for g in gaps],
-        integrity=_integrity(ordered, _trial_set_disagreements(digest_artifact(c), ordered)),
-    )
+    ladder_inputs = _ladder_inputs(c, pol, pre, ordered, outcomes, reduction, recommendation, gaps)
     ladder = resolve_ladder(ladder_for(mode), ladder_inputs)
     return ScoreResult(
         mode=mode,
@@ -442,4 +393,81 @@ def score(
         catch_threshold=pol["catchThreshold"],
         declared_minimum=minimum,
         ladder=ladder,
+    )
+
+
+def _judge_conduct(c: Mapping[str, Any], ordered: Sequence[ValidatedObservations]) -> JudgeConduct:
+    """``absent`` without rubrics, ``malformed`` when a trial's judge result went unscored, else ``conforming``."""
+    if not c.get("rubrics"):
+        return "absent"
+    if any(cond.kind == "judge-result-unscored" for t in ordered for cond in t.conditions):
+        return "malformed"
+    return "conforming"
+
+
+def _scored_strength(
+    p: Mapping[str, Any], qualification: Qualification, reduction: Any, outcomes: Sequence[ScoredOutcome],
+    completed: int, minimum: int,
+) -> ScoredStrength:
+    """The probe's strength block (§5.3): its one-probe vector, denominator, comparability and note."""
+    admitted = 1 if qualification.qualified else 0
+    unreached = [o.oracle_id for o in outcomes if o.state == "unreached"]
+    vector = strength_vector(
+        [ProbeStrengthInput(p["probeId"], p["probeClass"], p["expectedClean"], qualification.qualified, reduction)]
+    )
+    return ScoredStrength(
+        denominator=strength_denominator(completed),
+        basis="measured",
+        vector=vector,
+        comparable=is_comparable(completed, minimum, unreached),
+        note=strength_note(admitted, completed, minimum, unreached),
+    )
+
+
+def _uncited_findings(ordered: Sequence[ValidatedObservations]) -> tuple[tuple[str, ...], tuple[dict[str, Any], ...]]:
+    """The findings that cite no oracle (ids, per trial in id order) and the defect ones among them as gaps."""
+    all_findings = [f for t in ordered for f in t.findings]
+    uncited = tuple(
+        fid for t in ordered for fid in sorted(f["findingId"] for f in t.findings if f["oracleId"] is None)
+    )
+    uncited_gaps = tuple(
+        sorted(
+            (
+                {
+                    "findingId": f["findingId"],
+                    "observationIds": list(f["observationIds"]),
+                    "quotedEvidence": [dict(q) for q in f["quotedEvidence"]],
+                    "severity": f["severity"],
+                }
+                for f in all_findings
+                if f["findingType"] == "defect" and f["oracleId"] is None
+            ),
+            key=lambda g: g["findingId"],
+        )
+    )
+    return uncited, uncited_gaps
+
+
+def _ladder_inputs(
+    c: Mapping[str, Any], pol: Mapping[str, Any], pre: Mapping[str, Any], ordered: Sequence[ValidatedObservations],
+    outcomes: Sequence[ScoredOutcome], reduction: Any, recommendation: Any, gaps: Sequence[UnsatisfiedRule],
+) -> LadderInputs:
+    """Everything the verdict ladder's rows read, from the scored trial set."""
+    all_findings = [f for t in ordered for f in t.findings]
+    return LadderInputs(
+        outcomes=outcomes,
+        preflight_passed=bool(pre["passed"]),
+        invalidated_attempts=len(reduction.invalidated_attempts),
+        severity_floor=pol["severityFloor"],
+        re_execution_cap=pol["reExecutionCap"],
+        confidence_threshold=pol["confidenceThreshold"],
+        minimum_trial_count=pol["minimumTrialCount"],
+        completed_trials=len(ordered),
+        evaluator_recommendation=recommendation,  # type: ignore[arg-type]
+        unwitnessed_quotations=[(q.finding_id, q.channel) for t in ordered for q in t.unwitnessed_quotations],
+        findings=[
+            LadderFinding(f["findingId"], f["findingType"], f["oracleId"], f["confidence"]) for f in all_findings
+        ],
+        coverage_gaps=[LadderCoverageGap(g.rule, g.satisfied, g.severity) for g in gaps],
+        integrity=_integrity(ordered, _trial_set_disagreements(digest_artifact(c), ordered)),
     )

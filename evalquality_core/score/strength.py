@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalquality_core.artifacts.evidence import ClassStrength
 from evalquality_core.canonical.digest import digest_artifact
 from evalquality_core.registries import SEVERITIES, ProbeClass
 from evalquality_core.score.outcome import INVALIDATING_STATES, VOTED_STATES
@@ -22,19 +23,6 @@ from evalquality_core.score.trials import TrialSetResult
 VECTOR_CLASSES: tuple[ProbeClass, ...] = ("defect", "gameability", "zero-action")
 
 Dominance = Literal["a-dominates-b", "b-dominates-a", "equivalent", "incomparable"]
-
-
-@dataclass(frozen=True)
-class ClassStrength:
-    """One class entry of the vector."""
-
-    caught: int
-    exercised: int
-    rate: float | int | None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The wire object ``{caught, exercised, rate}``."""
-        return {"caught": self.caught, "exercised": self.exercised, "rate": self.rate}
 
 
 @dataclass(frozen=True)
@@ -65,7 +53,7 @@ def strength_vector(probes: Sequence[ProbeStrengthInput]) -> dict[ProbeClass, Cl
             continue
         exercised = {p.probe_id for p in eligible if p.result.exercised}
         caught = {p.probe_id for p in eligible if p.result.exercised and p.result.caught}
-        vector[cls] = ClassStrength(len(caught), len(exercised), _rate(len(caught), len(exercised)))
+        vector[cls] = ClassStrength(caught=len(caught), exercised=len(exercised), rate=_rate(len(caught), len(exercised)))
     return vector
 
 

@@ -17,7 +17,7 @@ from evalquality_core.score.outcome import INVALIDATING_STATES, UNVOTED_STATES
 
 
 @dataclass(frozen=True)
-class TrialVote:
+class Vote:
     """The single vote of one trial."""
 
     trial_index: int
@@ -25,7 +25,7 @@ class TrialVote:
 
 
 @dataclass(frozen=True)
-class InvalidatedAttempt:
+class ExcludedAttempt:
     """A trial excluded from the reduction because its vote was an invalidating state."""
 
     attempt: int
@@ -40,32 +40,32 @@ class TrialSetResult:
     caught: bool
     valid_count: int
     caught_count: int
-    invalidated_attempts: tuple[InvalidatedAttempt, ...]
-    trial_votes: tuple[TrialVote, ...]
+    invalidated_attempts: tuple[ExcludedAttempt, ...]
+    trial_votes: tuple[Vote, ...]
 
 
 def trial_vote(
     trial_index: int, states: Sequence[tuple[str, OutcomeState]], designated_oracle: str | None
-) -> TrialVote | None:
+) -> Vote | None:
     """The trial's vote from its ``(oracle id, state)`` pairs in declaration order; None without oracles."""
     if not states:
         return None
     designated = next((s for oid, s in states if designated_oracle is not None and oid == designated_oracle), None)
     invalidating = next((s for _, s in states if s in INVALIDATING_STATES), None)
-    return TrialVote(trial_index, designated or invalidating or states[0][1])
+    return Vote(trial_index, designated or invalidating or states[0][1])
 
 
-def reduce_trial_set(votes: Sequence[TrialVote], catch_threshold: float) -> TrialSetResult:
+def reduce_trial_set(votes: Sequence[Vote], catch_threshold: float) -> TrialSetResult:
     """Reduce one probe's votes (§5.2); a threshold outside [0, 1] or an unknown state is a programming error."""
     if isinstance(catch_threshold, bool) or not math.isfinite(catch_threshold) or not 0 <= catch_threshold <= 1:
         raise ValueError(f"catch threshold {catch_threshold!r} is not a finite number in [0, 1]")
-    invalidated: list[InvalidatedAttempt] = []
+    invalidated: list[ExcludedAttempt] = []
     valid = caught = 0
     for vote in votes:
         if vote.state not in OUTCOME_STATES:
             raise ValueError(f"vote state {vote.state!r} is not an outcome state")
         if vote.state in INVALIDATING_STATES:
-            invalidated.append(InvalidatedAttempt(vote.trial_index, vote.state))
+            invalidated.append(ExcludedAttempt(vote.trial_index, vote.state))
         elif vote.state in UNVOTED_STATES:
             continue
         else:

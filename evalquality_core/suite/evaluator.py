@@ -57,7 +57,7 @@ from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     EvaluatorError,
     Mutation,
-    Suite,
+    SuiteFiles,
     adapter_for,
     load_mutations,
     load_suite,
@@ -117,7 +117,7 @@ def _bound_value(suite_name: str, step: Mapping[str, Any], channel: str, key: st
     raise EvaluatorError(f'{suite_name}: step "{step["stepId"]}" binds {channel}.{key} in a form this evaluator does not send')
 
 
-def _api_request(suite: Suite, number: int, step: Mapping[str, Any], interface_id: str, operation: Mapping[str, Any]) -> dict[str, Any]:
+def _api_request(suite: SuiteFiles, number: int, step: Mapping[str, Any], interface_id: str, operation: Mapping[str, Any]) -> dict[str, Any]:
     """An api request for one plan step: path, query and header from their bindings, the body's
     bound keys as one JSON object (absent when the step binds none)."""
     channels: dict[str, Any] = {"path": {}, "query": {}, "header": {}}
@@ -138,7 +138,7 @@ def _api_request(suite: Suite, number: int, step: Mapping[str, Any], interface_i
     }
 
 
-def requests_for_plan(suite: Suite) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
+def requests_for_plan(suite: SuiteFiles) -> list[tuple[Mapping[str, Any], dict[str, Any]]]:
     """One request per plan step, in plan order: ``[(step, request wire), ...]`` (a cli request, an api
     request for an api interface, or an mcp tool call when the step's interface is a tool server)."""
     operations = _operations(suite.contract)
@@ -275,7 +275,7 @@ def _observation(number: int, step: Mapping[str, Any], request: Mapping[str, Any
     }
 
 
-def run_plan(suite: Suite, workspace_root: Path, adapter: Adapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def run_plan(suite: SuiteFiles, workspace_root: Path, adapter: Adapter | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The harness half: send every plan step through our adapter in ``workspace_root``.
 
     Returns ``(requests, observations)``; observations are in the sealed-run-record shape.
@@ -314,7 +314,7 @@ def _fill_captured(request: dict[str, Any], by_step: Mapping[str, Mapping[str, A
 
 
 def run_staged(
-    suite: Suite, mutation: Mutation | None, adapter: Adapter | None = None, *, system_source: Path | None = None
+    suite: SuiteFiles, mutation: Mutation | None, adapter: Adapter | None = None, *, system_source: Path | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
     """Stage a fresh workspace (clean or mutated), run the plan in it, remove it.
 
@@ -586,7 +586,7 @@ def seal_trial(
     return SealedParts(record, manifest, actions)
 
 
-def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
+def evaluator_configuration(suite: SuiteFiles, brief_digest: str) -> dict[str, Any]:
     """The evaluator configuration every trial of the suite declares (no trial index: trials pool)."""
     value = {
         "schemaVersion": EvaluatorConfiguration.WRITTEN_SCHEMA_VERSION,
@@ -606,7 +606,7 @@ def evaluator_configuration(suite: Suite, brief_digest: str) -> dict[str, Any]:
     return to_wire(read_artifact(EvaluatorConfiguration, value, "EvaluatorConfiguration"))
 
 
-def run_id_of(suite: Suite, probe_id: str) -> str:
+def run_id_of(suite: SuiteFiles, probe_id: str) -> str:
     """The run id a probe's stored pre-flight verdict and trials carry: ``<contractId>-<probe id>``, lower case.
 
     Built from what the suite declares (its contract's id), never from its folder's name, so a suite
@@ -620,7 +620,7 @@ def _write(path: Path, value: Any) -> None:
     path.write_bytes(serialize_artifact(value))
 
 
-def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, *, adapter: Adapter | None = None,
+def write_trial(suite: SuiteFiles, probe_id: str, trial_index: int, trial_dir: Path, *, adapter: Adapter | None = None,
                 contract: Mapping[str, Any] | None = None, reference_root: Path | None = None) -> dict[str, Any]:
     """Run one trial of ``probe_id`` and write record, manifest, configuration and actions into ``trial_dir``.
 
@@ -630,7 +630,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
     """
     contract = dict(contract or suite.contract)
     reference_root = suite.root if reference_root is None else reference_root
-    judged_suite = Suite(suite.name, suite.root, contract, suite.probes, suite.choices, suite.baseline_steps, suite.targets_text)
+    judged_suite = SuiteFiles(suite.name, suite.root, contract, suite.probes, suite.choices, suite.baseline_steps, suite.targets_text)
     mutation = mutation_for_probe(suite.root, probe_id)
     requests, observations, _ = run_staged(judged_suite, mutation, adapter)
     judgement = judge(contract, observations, probe_id)
@@ -660,7 +660,7 @@ def write_trial(suite: Suite, probe_id: str, trial_index: int, trial_dir: Path, 
 class StagingPort:
     """A probe port for one probe's pre-flight: every leg in a fresh workspace (harness.md A.7)."""
 
-    def __init__(self, suite: Suite, probe: Mapping[str, Any], adapter: Adapter) -> None:
+    def __init__(self, suite: SuiteFiles, probe: Mapping[str, Any], adapter: Adapter) -> None:
         self.suite, self.probe_wire, self.adapter = suite, probe, adapter
 
     def probe(self, request: Any) -> Any:
@@ -678,7 +678,7 @@ class StagingPort:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def preflight_probe(suite: Suite, probe_id: str, adapter: Adapter | None = None) -> dict[str, Any]:
+def preflight_probe(suite: SuiteFiles, probe_id: str, adapter: Adapter | None = None) -> dict[str, Any]:
     """A real pre-flight of one probe through our adapter, one staged workspace per leg.
 
     Fault legs run on the probe's seeded system, so each manifestation witness also runs on the clean

@@ -172,7 +172,7 @@ def request_of(
 
 
 @dataclass(frozen=True)
-class Judgement:
+class ParsedAnswer:
     """A parsed answer: dispositions, findings (without probeId), recommendation, tool calls spent."""
 
     dispositions: list[dict[str, Any]]
@@ -183,7 +183,7 @@ class Judgement:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_answer(stdout: str, command: EvaluatorCommand) -> Judgement:
+def parse_answer(stdout: str, command: EvaluatorCommand) -> ParsedAnswer:
     """Read the command's answer; a :class:`TrialFault` for a refusal, a malformed answer or an overspent budget."""
     # The answer is a target's output: nested past the bound it is this trial's fault, found by a linear
     # scan before json.loads could recurse that deep and crash the run.
@@ -215,12 +215,12 @@ def parse_answer(stdout: str, command: EvaluatorCommand) -> Judgement:
         raise TrialFault("malformed-answer", "toolCalls must be a non-negative integer")
     if calls > command.tool_calls:
         raise TrialFault("budget", f"{calls} tool calls spent, the budget is {command.tool_calls}")
-    return Judgement(dispositions, findings, answer["recommendation"], calls)
+    return ParsedAnswer(dispositions, findings, answer["recommendation"], calls)
 
 
 def run_evaluator(
     command: EvaluatorCommand, request: Mapping[str, Any], *, abort: Any = None, scratch: Path | None = None
-) -> Judgement:
+) -> ParsedAnswer:
     """Run the command once through the default-deny adapter in a fresh empty directory; parse its answer."""
     environment = {key: os.environ[key] for key in command.environment if key in os.environ}
     probe_request = {
@@ -246,7 +246,7 @@ def run_evaluator(
     if observation.get("exitCode") != 0:
         raise TrialFault("exit", f"the evaluator exited {observation.get('exitCode')}; stderr: {_text(observation.get('stderr'))[:200]}")
     judgement = parse_answer(_text(observation.get("stdout")), command)
-    return Judgement(judgement.dispositions, judgement.findings, judgement.recommendation, judgement.tool_calls,
+    return ParsedAnswer(judgement.dispositions, judgement.findings, judgement.recommendation, judgement.tool_calls,
                      timed.elapsed_ms / 1000)
 
 

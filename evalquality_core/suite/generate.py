@@ -52,8 +52,8 @@ from evalquality_core.suite.evaluator import REGEX_STEP_BUDGET, requests_for_pla
 from evalquality_core.suite.load import (
     TOOL_PROBLEMS,
     Mutation,
-    Suite,
     SuiteError,
+    SuiteFiles,
     adapter_for,
     load_mutations,
     load_suite,
@@ -158,7 +158,7 @@ def _naive(contract: Mapping[str, Any], check: Mapping[str, Any], observations: 
 
 
 def evidence_document(
-    suite: Suite, probe: Mapping[str, Any], arm: str, mutation: Mutation | None, observations: list[dict[str, Any]],
+    suite: SuiteFiles, probe: Mapping[str, Any], arm: str, mutation: Mutation | None, observations: list[dict[str, Any]],
     system_digest: str, oracle_id: str,
 ) -> dict[str, Any]:
     """One arm's qualification evidence: what ran, what came back, and what our evaluator made of it.
@@ -227,7 +227,7 @@ def settled_evidence(path: Path, document: Mapping[str, Any], contract: Mapping[
     return path.read_bytes() if alike else fresh
 
 
-def determinism_problem(suite: Suite, clean: Sequence[Mapping[str, Any]], again: Sequence[Mapping[str, Any]]) -> str | None:
+def determinism_problem(suite: SuiteFiles, clean: Sequence[Mapping[str, Any]], again: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the re-run clean arm is not the clean arm (volatile parts aside), naming step and field; or None."""
     step_ids = [step["stepId"] for step, _ in requests_for_plan(suite)]
     difference = first_difference(clean, again, operations_by_id(suite.contract), step_ids)
@@ -245,7 +245,7 @@ def _expect(condition: bool, reason: str) -> None:
         raise GenerationError(reason)
 
 
-def mutation_cycle(suite: Suite, mutation: Mutation, adapter: Any) -> tuple[list, list, str, str, bytes]:
+def mutation_cycle(suite: SuiteFiles, mutation: Mutation, adapter: Any) -> tuple[list, list, str, str, bytes]:
     """The performed cycle in a disposable copy: clean, mutate, mutated, restore + compare, clean again.
 
     Returns (clean observations, mutated observations, clean system digest, mutated system digest,
@@ -345,7 +345,7 @@ def check_authored_probe(probe: Any, path: Path) -> None:
     """Refuse a probe that does not read as a Probe, naming EVERY missing or wrong field (one line)."""
     from pydantic import ValidationError
 
-    from evalquality_core.artifacts.base import _error_path
+    from evalquality_core.artifacts.base import error_path
 
     try:
         read_artifact(Probe, probe, "Probe")
@@ -355,14 +355,14 @@ def check_authored_probe(probe: Any, path: Path) -> None:
             try:
                 Probe.model_validate(probe, by_alias=True, by_name=False)
             except ValidationError as exc:
-                problems = [f"{_error_path('Probe', tuple(e['loc']), probe)}: {e['msg']}" for e in exc.errors()]
+                problems = [f"{error_path('Probe', tuple(e['loc']), probe)}: {e['msg']}" for e in exc.errors()]
             except Exception:  # noqa: BLE001 — the first line is still the answer
                 pass
         count = f" ({len(problems)} problems)" if len(problems) > 1 else ""
         raise GenerationError(f"{path}: {fault.code}: " + "; ".join(problems) + count) from None
 
 
-def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
+def generate_probe(suite: SuiteFiles, probe_path: Path, mutations: Mapping[str, Mutation], adapter: Any, out: Output) -> None:
     """Check one probe, produce its evidence and its updated probe bytes into ``out``."""
     probe = with_derived_placeholders(read_suite_json(probe_path))
     check_authored_probe(probe, probe_path)
@@ -462,7 +462,7 @@ def generate_probe(suite: Suite, probe_path: Path, mutations: Mapping[str, Mutat
     out.files[probe_path] = pretty(probe)
 
 
-def _check_borrowed(suite: Suite, source: str, out: Output) -> None:
+def _check_borrowed(suite: SuiteFiles, source: str, out: Output) -> None:
     """A suite that declares ``probes-from = "<sibling suite>"`` (a deliberately weak contract over another
     suite's probes): its probe and mutation files must equal the sibling's byte for byte. Their evidence
     was earned against the sibling's contract; this contract may be too weak to earn it, which is what

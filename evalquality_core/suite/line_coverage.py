@@ -25,7 +25,7 @@ from typing import Any
 
 from evalquality_core.adapters.leg_calls import probe_leg
 from evalquality_core.suite.evaluator import run_plan
-from evalquality_core.suite.load import Suite, adapter_for
+from evalquality_core.suite.load import SuiteFiles, adapter_for
 from evalquality_core.suite.staging import default_store, layers_intact, stage_workspace
 
 _WRAPPER = '''#!{python}
@@ -94,7 +94,7 @@ def read_lines(out: Path) -> Lines:
 
 
 def record_coverage(
-    suite: Suite,
+    suite: SuiteFiles,
     legs: Sequence[tuple[str, Mapping[str, Any]]],
     *,
     jobs: int = 4,

@@ -89,7 +89,7 @@ def problem_line(problem: BaseException) -> str:
     return " ".join(str(problem).split())  # one line, whatever the message held
 
 
-#: Suite files and artifacts larger than this are refused before they are parsed (a probe pointing at a
+#: SuiteFiles files and artifacts larger than this are refused before they are parsed (a probe pointing at a
 #: multi-gigabyte file must not take the memory); ``EVALQUALITY_MAX_INPUT_BYTES`` overrides it. The CLI
 #: caps its inputs with the same rule (``evalquality_core.cli.io.max_input_bytes``).
 DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -517,7 +517,7 @@ def suite_file_or_fallback(suite: Path, name: str, fallback_dir: Path | None) ->
 
 
 @dataclass(frozen=True)
-class Suite:
+class SuiteFiles:
     """One suite's files as the reference evaluator and the generator read them."""
 
     name: str
@@ -542,7 +542,7 @@ def read_evaluator_settings(root: Path) -> tuple[dict[str, Any], frozenset[str]]
     return settings["choices"], frozenset(steps)
 
 
-def load_suite(suite: str | Path, *, probes: bool = True) -> Suite:
+def load_suite(suite: str | Path, *, probes: bool = True) -> SuiteFiles:
     """Read a suite's contract, probes, evaluator choices and target registry.
 
     ``probes=False`` reads the probe files as plain JSON (the generator reads probes that still lack
@@ -559,7 +559,7 @@ def load_suite(suite: str | Path, *, probes: bool = True) -> Suite:
         if not isinstance(probe, dict) or not isinstance(probe.get("probeId"), str):
             raise EvaluatorError(f"{path}: a probe must be an object with a probeId")
         found[probe["probeId"]] = probe
-    return Suite(
+    return SuiteFiles(
         name=root.resolve().name,
         root=root,
         contract=contract,
@@ -580,7 +580,7 @@ def read_suite_artifact(model: Any, path: Path) -> dict[str, Any]:
     return value
 
 
-def adapter_for(suite: Suite, values: dict[str, str] | None = None, *, budget_scale: int = 1) -> ProbeRouter:
+def adapter_for(suite: SuiteFiles, values: dict[str, str] | None = None, *, budget_scale: int = 1) -> ProbeRouter:
     """Our adapters under the suite's target registry, the interpreter filled in: the command-line
     adapter for cli requests, the stdio MCP adapter for the registry's tool servers (mcp requests),
     and — when the registry declares a ``[service]`` — the service adapter for api requests (a fresh

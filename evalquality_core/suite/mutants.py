@@ -145,7 +145,7 @@ def system_members(suite: str | Path) -> dict[str, str]:
 
 
 def mutant_staged_digest(members: dict[str, str], work_digest: str, mutant: GeneratedMutant) -> str:
-    """The staged digest (system + work, as flows/suites.py keys legs) of a workspace holding ``mutant``,
+    """The staged digest (system + work, as tasks/suites.py keys legs) of a workspace holding ``mutant``,
     computed without staging: the clean members with the target file's digest replaced."""
     relative = mutant.target.removeprefix("system/")
     changed = dict(members)

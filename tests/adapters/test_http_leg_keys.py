@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 from evalquality_core.preflight.plan import plan_preflight
-from flows.suites import load_suite
 from tasks.preflight import leg_key
+from tasks.suites import load_suite
 from tests.adapters.http_notes import SUITE
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from evalquality_core.suite.evaluator import judge, requests_for_plan, run_plan
-from evalquality_core.suite.load import Suite
+from evalquality_core.suite.load import SuiteFiles
 from tests.adapters.test_mcp_preflight import SUITE, mutation_for, reference_contract, stage
 
 
-def suite() -> Suite:
-    return Suite(
+def suite() -> SuiteFiles:
+    return SuiteFiles(
         name="notes-tools", root=SUITE, contract=reference_contract(), probes={},
         choices={"malformed-search": {"arguments": {"query": 7}}, "malformed-create": {"arguments": {"title": 42}}},
         baseline_steps=frozenset({"search"}), targets_text=(SUITE / "targets.toml").read_text(encoding="utf-8"),

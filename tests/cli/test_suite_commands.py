@@ -87,7 +87,7 @@ def test_generate_check_is_up_to_date_and_digest_is_the_flows_corpus_digest(star
     assert proc.returncode == 0 and "up to date" in proc.stdout, proc.stderr
     digest = eq("suite", "digest", "my-notes", cwd=starter.parent)
     assert digest.returncode == 0 and digest.stdout == corpus_digest(starter) + "\n"
-    from flows.contract_strength import corpus_digest_of
+    from tasks.suite_run import corpus_digest_of
 
     assert digest.stdout.strip() == corpus_digest_of(starter)
 

@@ -1,7 +1,8 @@
 """The import rules of the layers (00-overview.md; style.md §1.1), checked by walking the AST.
 
 - ``evalquality_core`` never imports ``prefect``, ``tasks`` or ``flows``;
-- ``tasks`` never imports ``flows``;
+- ``tasks`` never imports ``flows``; ``flows`` never imports ``deployments`` (flows -> tasks -> core, and the
+  deployments schedule the flows);
 - inside the core, only the adapters, the suite package and the CLI may touch the world (``subprocess``, ``os``,
   ``time``, ``random``, ``signal``, ``shutil``, ``tempfile``, ``pathlib``, ``socket``...).
 """
@@ -67,6 +68,16 @@ def test_tasks_never_import_flows() -> None:
         for path in _python_files("tasks")
         for line, name in _imports(path)
         if name.split(".")[0] in {"flows", "deployments"}
+    ]
+    assert bad == []
+
+
+def test_flows_never_import_deployments() -> None:
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in _python_files("flows")
+        for line, name in _imports(path)
+        if name.split(".")[0] == "deployments"
     ]
     assert bad == []
 

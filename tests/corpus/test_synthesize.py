@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from corpus.tools.synthesize import synthesize
-from flows.suites import load_suites
+from tasks.suites import load_suites
 
 from .conftest import PROJECT_ROOT, SUITES
 

@@ -35,7 +35,7 @@ def _slow_traced_notes(tmp_path: Path) -> Path:
 
 
 def _one_leg(notes: Path) -> list[tuple[str, dict]]:
-    from flows.suites import load_suite as load_flow_suite
+    from tasks.suites import load_suite as load_flow_suite
 
     suite = load_flow_suite(notes)
     plan = plan_preflight(compile_contract(dict(suite.contract)), [dict(p) for p in suite.probes], "x")

@@ -211,7 +211,7 @@ def _strictly(key: str, text: str) -> dict:
 
 @pytest.mark.parametrize("stdout", ["honest", "ünïcode ✓ \u2028", "x" * 5000])
 def test_an_entry_as_written_is_read_on_its_bytes_and_equals_the_strict_read(stdout):
-    from tasks.leg_cache import _bound_record
+    from tasks.leg_cache.entry import _bound_record
 
     observation = {**_spawner(Path("/dev/null"))(), "stdout": {"kind": "text", "value": stdout}}
     text = encode_entry("k1", {"key": "k1", "observation": observation, "answeredBy": {"run": "r"}})

@@ -18,10 +18,10 @@ import pytest
 from evalquality_core.canonical.digest import digest_composite
 from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.preflight.plan import plan_preflight
-from flows.suites import load_suites
 from tasks import preflight as preflight_tasks
 from tasks.leg_cache import LegCache
 from tasks.preflight import interpreter_identity, target_entry, tool_version
+from tasks.suites import load_suites
 
 PROJECT = Path(__file__).resolve().parents[2]
 SUITES = PROJECT / "corpus" / "suites"
@@ -34,7 +34,7 @@ import json, sys
 from pathlib import Path
 from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.preflight.plan import plan_preflight
-from flows.suites import load_suites
+from tasks.suites import load_suites
 suites, problems = load_suites(Path(sys.argv[1]))
 assert not problems, problems
 keys = {}
@@ -42,8 +42,8 @@ for suite in suites:
     contract = compile_contract(suite.contract)
     keys[suite.name] = sorted({suite.leg_key_of(p, leg) for p in suite.probes
                                for leg in plan_preflight(contract, [p], "r").legs})
-import flows.suites
-print(json.dumps({"executable": sys.executable, "code": flows.suites.__file__, "keys": keys}))
+import tasks.suites
+print(json.dumps({"executable": sys.executable, "code": tasks.suites.__file__, "keys": keys}))
 """
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.preflight.plan import plan_preflight
-from flows.suites import load_suite
 from tasks.preflight import LegJob, leg_key, spawn_leg
+from tasks.suites import load_suite
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 
 

@@ -113,9 +113,9 @@ def test_every_corpus_plan_walks_the_same_both_ways() -> None:
     from pathlib import Path
 
     from evalquality_core.preflight.plan import plan_preflight
-    from flows.suites import find_suites, load_suite
     from tasks.caching import _jsonable
     from tasks.contract import compile_task
+    from tasks.suites import find_suites, load_suite
 
     suites = find_suites(Path(__file__).resolve().parents[2] / "corpus" / "suites")
     assert len(suites) >= 5

@@ -14,9 +14,9 @@ import pytest
 
 from evalquality_core.compile.pipeline import compile_contract
 from evalquality_core.preflight.plan import PreflightPlan, plan_preflight
-from flows.suites import load_suites
 from tasks import caching
 from tasks.caching import StageResultRejected, VerifiedJsonSerializer, VerifiedResultStorage, input_digest
+from tasks.suites import load_suites
 
 SUITES = Path(__file__).resolve().parents[2] / "corpus" / "suites"
 

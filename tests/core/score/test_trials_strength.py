@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evalquality_core.artifacts.base import to_wire
 from evalquality_core.score.strength import (
     ProbeStrengthInput,
     comparability_key,
@@ -17,36 +18,36 @@ from evalquality_core.score.strength import (
     strength_note,
     strength_vector,
 )
-from evalquality_core.score.trials import TrialVote, reduce_trial_set, trial_vote
+from evalquality_core.score.trials import Vote, reduce_trial_set, trial_vote
 from tests.scoring_inputs import load
 
 
 def test_vote_prefers_designated_then_invalidating_then_first() -> None:
     states = [("O-001", "confirmed"), ("O-002", "infrastructure-error"), ("O-003", "caught")]
-    assert trial_vote(1, states, "O-003") == TrialVote(1, "caught")
-    assert trial_vote(2, states, None) == TrialVote(2, "infrastructure-error")
-    assert trial_vote(3, [("O-001", "confirmed"), ("O-002", "caught")], None) == TrialVote(3, "confirmed")
+    assert trial_vote(1, states, "O-003") == Vote(1, "caught")
+    assert trial_vote(2, states, None) == Vote(2, "infrastructure-error")
+    assert trial_vote(3, [("O-001", "confirmed"), ("O-002", "caught")], None) == Vote(3, "confirmed")
     assert trial_vote(4, [], "O-001") is None
 
 
 def test_reduction_by_division_strictly_above_the_threshold() -> None:
-    votes = [TrialVote(1, "caught"), TrialVote(2, "missed"), TrialVote(3, "judge-error"), TrialVote(4, "unreached")]
+    votes = [Vote(1, "caught"), Vote(2, "missed"), Vote(3, "judge-error"), Vote(4, "unreached")]
     r = reduce_trial_set(votes, 0.5)
     assert (r.valid_count, r.caught_count, r.exercised, r.caught) == (2, 1, True, False)  # 1/2 is not > 0.5
     assert [(a.attempt, a.reason) for a in r.invalidated_attempts] == [(3, "judge-error")]
     assert reduce_trial_set(votes, 0.49).caught is True
-    only_unvoted = reduce_trial_set([TrialVote(1, "not-applicable")], 0.5)
+    only_unvoted = reduce_trial_set([Vote(1, "not-applicable")], 0.5)
     assert (only_unvoted.exercised, only_unvoted.caught, only_unvoted.valid_count) == (False, False, 0)
     with pytest.raises(ValueError):
         reduce_trial_set(votes, 1.5)
     with pytest.raises(ValueError):
-        reduce_trial_set([TrialVote(1, "bogus")], 0.5)  # type: ignore[arg-type]
+        reduce_trial_set([Vote(1, "bogus")], 0.5)  # type: ignore[arg-type]
 
 
 def test_vector_excludes_canaries_clean_controls_and_unqualified() -> None:
-    caught = reduce_trial_set([TrialVote(1, "caught")], 0.5)
-    missed = reduce_trial_set([TrialVote(1, "missed")], 0.5)
-    unexercised = reduce_trial_set([TrialVote(1, "not-applicable")], 0.5)
+    caught = reduce_trial_set([Vote(1, "caught")], 0.5)
+    missed = reduce_trial_set([Vote(1, "missed")], 0.5)
+    unexercised = reduce_trial_set([Vote(1, "not-applicable")], 0.5)
     vector = strength_vector([
         ProbeStrengthInput("P-001", "defect", False, True, caught),
         ProbeStrengthInput("P-002", "defect", False, True, missed),
@@ -55,7 +56,7 @@ def test_vector_excludes_canaries_clean_controls_and_unqualified() -> None:
         ProbeStrengthInput("P-005", "zero-action", True, True, caught),
         ProbeStrengthInput("P-006", "gameability", False, False, caught),
     ])
-    assert vector["defect"] is not None and vector["defect"].to_wire() == {"caught": 1, "exercised": 2, "rate": 0.5}
+    assert vector["defect"] is not None and to_wire(vector["defect"]) == {"caught": 1, "exercised": 2, "rate": 0.5}
     assert vector["gameability"] is None and vector["zero-action"] is None
     only_unexercised = strength_vector([ProbeStrengthInput("P-003", "zero-action", False, True, unexercised)])
     assert only_unexercised["zero-action"] is not None and only_unexercised["zero-action"].rate is None

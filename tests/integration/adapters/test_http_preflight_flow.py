@@ -24,7 +24,7 @@ from evalquality_core.artifacts.base import to_wire
 from evalquality_core.canonical.json import serialize_artifact
 from evalquality_core.pipeline import run_preflight
 from flows.lifecycle import reap_orphaned_servers
-from flows.suites import load_suite
+from tasks.suites import load_suite
 from tasks.workspace import leg_workspace
 from tests.adapters.http_notes import SUITE
 

@@ -25,7 +25,7 @@ from evalquality_core.artifacts.base import to_wire
 from evalquality_core.faults import RuntimeFault
 from evalquality_core.pipeline import run_preflight
 from evalquality_core.probe.targets import parse_targets
-from flows.suites import load_suite
+from tasks.suites import load_suite
 from tasks.workspace import leg_workspace, reclaim_workspaces
 from tests.adapters.http_notes import api_request, processes_working_in, service_adapter, stage
 from tests.adapters.test_command_line import is_dead

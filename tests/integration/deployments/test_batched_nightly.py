@@ -110,7 +110,7 @@ def leg_keys(names: list[str]) -> set[str]:
     from evalquality_core.compile.pipeline import compile_contract
     from evalquality_core.preflight.plan import plan_preflight
     from flows.preflight import run_id_of
-    from flows.suites import load_suites
+    from tasks.suites import load_suites
 
     suites, problems = load_suites(SUITES, names)
     assert not problems

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalquality_core.artifacts.base import read_artifact
-from flows.strength_document import DOCUMENT_KIND, DOCUMENT_VERSION, SuiteStrength
+from evalquality_core.artifacts.contract_strength import DOCUMENT_KIND, DOCUMENT_VERSION, SuiteStrength
 
 _ZERO = "sha256:" + "0" * 64
 

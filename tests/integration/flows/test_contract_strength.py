@@ -27,8 +27,8 @@ from flows.contract_strength import (
     make_task_runner,
     run_contract_strength,
 )
-from flows.strength_document import read_suite_strength
 from flows.strength_report import HISTORY_FILE, REPORT_FILE
+from tasks.strength_document import read_suite_strength
 from tests.ports import server_port
 
 PROJECT = Path(__file__).resolve().parents[3]

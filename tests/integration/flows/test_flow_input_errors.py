@@ -132,7 +132,7 @@ def test_a_full_disk_leaves_no_temp_file_behind(tmp_path):
     """A write limit the kernel enforces (EFBIG, as a full disk gives ENOSPC) on the flows' writer."""
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1])\n"
-        "from flows.output import write_atomically\n"
+        "from tasks.output import write_atomically\n"
         "try:\n"
         "    write_atomically(Path(sys.argv[2]) / 'verdict.json', b'x' * 5000)\n"
         "except OSError as error:\n"

@@ -32,12 +32,12 @@ from typing import Any
 import pytest
 
 from evalquality_core.artifacts.base import read_artifact
+from evalquality_core.artifacts.contract_strength import GeneratedStrength, generated_strength_of
 from evalquality_core.artifacts.run_record import SealedRunRecord
 from evalquality_core.canonical import scan_json
 from evalquality_core.mutants.report import MutationTestReport
 from evalquality_core.suite.mutants import generate_for_suite
-from flows.strength_document import GeneratedStrength, generated_strength_of
-from flows.strength_report import evaluator_trials_block
+from flows.strength_html import evaluator_trials_block
 from tests.prefect_db import seed_prefect_home
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -166,8 +166,8 @@ def test_a_changed_oracle_reclassifies_without_spawning(base: dict[str, Any], tm
 def test_a_changed_probe_request_spawns_only_the_legs_it_changed(base: dict[str, Any], tmp_path: Path) -> None:
     from evalquality_core.compile.pipeline import compile_contract
     from flows.mutants import _distinct_legs
-    from flows.suites import load_suite
     from tasks.preflight import plan_preflight
+    from tasks.suites import load_suite
 
     root = _copy(base, tmp_path)
     notes = root / "suites" / "notes"

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from evalquality_core.artifacts.contract_strength import generated_strength_of
 from evalquality_core.suite.load import StagingError
 from evalquality_core.suite.mutants import NIGHTLY_SAMPLE, nightly_settings
-from flows.strength_document import generated_strength_of, read_suite_strength
 from flows.strength_report import REPORT_FILE
+from tasks.strength_document import read_suite_strength
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,10 +1,10 @@
-"""``flows/output.py``: a file is written whole or not at all, with no temp file left beside it."""
+"""``tasks/output.py``: a file is written whole or not at all, with no temp file left beside it."""
 
 from __future__ import annotations
 
 import json
 
-from flows.output import write_artifact, write_atomically
+from tasks.output import write_artifact, write_atomically
 
 
 def test_an_artifact_is_canonical_json_plus_one_newline_and_no_temp_is_left(tmp_path):

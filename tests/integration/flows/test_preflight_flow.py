@@ -25,8 +25,8 @@ from evalquality_core.artifacts.base import to_wire
 from evalquality_core.canonical.json import serialize_artifact
 from evalquality_core.pipeline import run_preflight
 from flows.lifecycle import orphaned_servers, reap_orphaned_servers
-from flows.suites import load_suite
 from tasks.leg_cache import LegCache
+from tasks.suites import load_suite
 from tasks.workspace import leg_workspace
 from tests.adapters.test_command_line import is_dead
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay

@@ -157,7 +157,7 @@ def test_a_malformed_baseline_is_refused_naming_the_file_and_field(conformance, 
 
 def test_the_command_gates_documents_already_written(conformance, tmp_path, capsys):
     from flows.strength_baseline import main
-    from flows.strength_document import write_suite_strength
+    from tasks.strength_document import write_suite_strength
 
     out, baseline = tmp_path / "out", tmp_path / "expected-strength.json"
     for name, document in _moved(conformance, "test-review", "P-004", verdict="FAIL").items():
@@ -173,7 +173,7 @@ def test_the_command_gates_documents_already_written(conformance, tmp_path, caps
 
 def _with_floor_decisions(document, decision):
     """``document`` with a defect floor of 0.8 decided ``decision`` (``meets`` or ``does-not-meet``), or refused (None)."""
-    from flows.strength_document import FloorDecision
+    from evalquality_core.artifacts.contract_strength import FloorDecision
 
     if decision is None:
         return document.model_copy(update={"floor_decisions": None, "aggregate_refusal": "strength-inputs-disagree"})

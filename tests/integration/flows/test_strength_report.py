@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from flows.strength_baseline import GateResult, Move
+from flows.strength_html import catch_summary, mutation_diff, render_html, write_html_report
 from flows.strength_report import (
     HISTORY_FILE,
     REPORT_FILE,
@@ -29,16 +30,12 @@ from flows.strength_report import (
     RunCounts,
     StrengthReport,
     artifact_key,
-    catch_summary,
     changes_between,
     contract_table_rows,
     distinct_lines,
     history_entry,
-    mutation_diff,
     read_history,
-    render_html,
     summary_markdown,
-    write_html_report,
 )
 from tests.integration.flows.strength_samples import document_from_baseline_entry, tea_baseline, tea_documents
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flows.suites import find_suites, load_suites
+from tasks.suites import find_suites, load_suites
 from tests.fixtures.skill_suite import build_skill_suite
 
 
@@ -44,7 +44,7 @@ def test_the_policy_comes_from_the_suite_else_beside_the_suites_folder(tmp_path)
 
     import pytest
 
-    from flows.contract_strength import policy_of
+    from tasks.suite_run import policy_of
 
     project = Path(__file__).resolve().parents[3]
     suites = tmp_path / "suites"

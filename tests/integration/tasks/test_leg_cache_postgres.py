@@ -16,7 +16,7 @@ import pytest
 
 from evalquality_core.faults import RuntimeFault
 from tasks.leg_cache import LegCache, LegCacheUnusable, open_leg_cache
-from tasks.leg_cache_postgres import TABLE, PostgresLegStore, check_url, lock_id, redacted
+from tasks.leg_cache.postgres import TABLE, PostgresLegStore, check_url, lock_id, redacted
 from tests.postgres_cluster import Cluster
 
 PROJECT = Path(__file__).resolve().parents[3]
@@ -135,7 +135,7 @@ def test_an_entry_that_does_not_verify_is_never_served(url: str, tamper: str) ->
 def test_the_lock_of_a_killed_holder_is_released(url: str) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys,time; from tasks.leg_cache_postgres import PostgresLegStore as S; s=S(sys.argv[1]);"
+         "import sys,time; from tasks.leg_cache.postgres import PostgresLegStore as S; s=S(sys.argv[1]);"
          "c=s.claim(sys.argv[2]); c.__enter__(); print('held', flush=True); time.sleep(600)", url, KEY],
         cwd=PROJECT, stdout=subprocess.PIPE, text=True,
     )

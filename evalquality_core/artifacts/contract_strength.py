@@ -1,4 +1,5 @@
-"""The per-suite ``contract-strength.json`` document the contract_strength flow writes (harness.md A.4).
+"""The per-suite ``contract-strength.json`` document the contract_strength flow writes (harness.md A.4):
+its pydantic models, published as ``schemas/contract-strength.schema.json``.
 
 One document per suite: the contract's strength vector plus, per probe, its class, pre-flight outcome,
 planned leg count, verdict, exit code, basis and qualification reasons. The per-probe fields use the
@@ -11,8 +12,6 @@ in the flow's summary and the cost record instead.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field
 
 from evalquality_core.artifacts.base import (
@@ -20,12 +19,9 @@ from evalquality_core.artifacts.base import (
     BehaviorId,
     Digest,
     NonNegativeInt,
-    read_artifact,
-    to_wire,
 )
-from evalquality_core.canonical import scan_json
+from evalquality_core.artifacts.evidence import StrengthVector
 from evalquality_core.registries import ProbeClass, Verdict
-from flows.output import write_artifact
 
 #: File name of the per-suite document (harness.md A.4 step 3).
 CONTRACT_STRENGTH_FILE = "contract-strength.json"
@@ -38,22 +34,6 @@ DOCUMENT_VERSION = 2
 
 #: The three classes of the strength vector, in the spec's order (scoring.md §5.3).
 VECTOR_CLASSES: tuple[str, ...] = ("defect", "gameability", "zero-action")
-
-
-class ClassStrength(ArtifactModel):
-    """One class of a strength vector: unique probes exercised and caught, and their rate (or null)."""
-
-    exercised: NonNegativeInt
-    caught: NonNegativeInt
-    rate: float | None
-
-
-class StrengthVector(ArtifactModel):
-    """``{defect, gameability, zero-action}``; a class is null when no eligible probe has it (§5.3)."""
-
-    defect: ClassStrength | None
-    gameability: ClassStrength | None
-    zero_action: ClassStrength | None = Field(alias="zero-action")
 
 
 class AggregateClass(ArtifactModel):
@@ -245,22 +225,6 @@ class SuiteStrength(ArtifactModel):
     probes: dict[str, ProbeStrength]
     #: Only for a suite that opts in (``suite.toml`` ``[mutants] nightly = true``); absent otherwise.
     generated_strength: GeneratedStrength | None = None
-
-
-def read_suite_strength(path: Path) -> SuiteStrength:
-    """Read and validate one ``contract-strength.json``; a bad file raises ``RuntimeFault`` naming it."""
-    data = scan_json(path.read_bytes(), str(path))
-    return read_artifact(SuiteStrength, data, str(path))
-
-
-def write_suite_strength(document: SuiteStrength, path: Path) -> None:
-    """Write the document as canonical JSON plus a newline (artifacts.md §1)."""
-    wire = to_wire(document)
-    if wire.get("generatedStrength") is None:
-        wire.pop("generatedStrength", None)  # a suite that does not opt in keeps its document's bytes
-    elif wire["generatedStrength"].get("evaluator") is None:
-        wire["generatedStrength"].pop("evaluator", None)  # nor does one that samples no evaluator trials
-    write_artifact(path, wire)
 
 
 def rate_of(caught: int, exercised: int) -> float | None:

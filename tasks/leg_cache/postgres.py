@@ -1,11 +1,11 @@
 """The leg cache's PostgreSQL store: one table several machines share, single-flight by advisory locks.
 
-Selected by ``EVALQUALITY_LEG_CACHE=postgresql://user@host:port/database`` (tasks/leg_cache.py). The
+Selected by ``EVALQUALITY_LEG_CACHE=postgresql://user@host:port/database`` (tasks/leg_cache/store.py). The
 diskcache store stays the default for one machine; its SQLite file must never sit on a network
 filesystem (SQLite's locking is not reliable there), which is what this store is for.
 
 * **Entries.** Table ``evalquality_leg_cache(key text primary key, entry text, written_at)``: ``entry``
-  is the same canonical-JSON text the default SQLite store keeps (``tasks/leg_cache.py``
+  is the same canonical-JSON text the default SQLite store keeps (``tasks/leg_cache/entry.py``
   ``encode_entry``), bound to its key by digests and verified on every read by ``LegCache`` (a row that
   fails verification is deleted, reported, and its leg runs again). Written in one autocommit
   statement after the observation is complete, so a kill never leaves a partial entry.
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from urllib.parse import unquote
 
 from evalquality_core.faults import RuntimeFault
-from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable
+from tasks.leg_cache.store import LEG_CACHE_FAULT_PATH, LegCacheUnusable
 
 TABLE = "evalquality_leg_cache"
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -142,7 +142,7 @@ def lock_id(key: str) -> int:
 
 
 class PostgresLegStore:
-    """The ``LegStore`` (tasks/leg_cache.py) on one PostgreSQL database (module docstring).
+    """The ``LegStore`` (tasks/leg_cache/store.py) on one PostgreSQL database (module docstring).
 
     One connection per thread that uses it (advisory locks are held by a session, so a lock and the
     spawn it guards must stay on one connection), all closed by :meth:`close`.
