@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from evalquality_core.suite.mutants import generate_for_suite
-from tests.npm_memory import NpmInstallFailed, install_memory_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,15 +26,13 @@ WANTED = {
 }
 
 
-def test_the_mutants_flow_stages_a_real_npm_tree_once_for_every_leg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_mutants_flow_stages_a_real_npm_tree_once_for_every_leg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     memory_server_modules: Path) -> None:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from flows.mutants import mutants
 
-    try:
-        modules = install_memory_server(tmp_path / "npm")
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install the real npm package for this test: {failed}", pytrace=False)
+    modules = memory_server_modules
     suites = tmp_path / "suites"
     shutil.copytree(ROOT / "corpus" / "suites" / "notes", suites / "notes", ignore=shutil.ignore_patterns("trials"))
     shutil.copytree(modules, suites / "notes" / "system" / "node_modules", symlinks=True)

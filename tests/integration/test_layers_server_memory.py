@@ -27,21 +27,13 @@ from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.load import Mutation
 from evalquality_core.suite.staging import check_layers, staged_digests
 from tasks.mutants import stage_mutant
-from tests.npm_memory import ENTRY, NpmInstallFailed, install_memory_server, memory_suite
+from tests.npm_memory import ENTRY, memory_suite
 
 pytestmark = pytest.mark.slow
 
 ENTITY = {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}
 #: A planted defect in the package's own code: create_entities stores the entity but answers none.
 FIND = "        return newEntities;\n"
-
-
-@pytest.fixture(scope="module")
-def memory_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return install_memory_server(tmp_path_factory.mktemp("npm-server-memory"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install the real MCP server for this test: {failed}", pytrace=False)
 
 
 def js_mutant(suite: Path) -> Mutation:

@@ -30,29 +30,14 @@ from evalquality_core.faults import RuntimeFault
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.staging import stage_workspace
 from tests.integration.npm_suites import json_server_suite, memory_server_suite
-from tests.npm_memory import NpmInstallFailed, install_json_server, install_memory_server
 
 pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="session")
-def json_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """json-server 0.17.4's installed ``node_modules`` (once per session)."""
-    try:
-        return install_json_server(tmp_path_factory.mktemp("npm-json-server"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install json-server from the npm registry: {failed}", pytrace=False)
 
 
-@pytest.fixture(scope="session")
-def memory_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """server-memory's installed ``node_modules`` (once per session)."""
-    try:
-        return install_memory_server(tmp_path_factory.mktemp("npm-server-memory"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install server-memory from the npm registry: {failed}", pytrace=False)
 
 
 def _api(probe_id: str, operation: str, method: str, path_template: str, post_id: str | None, body: object = None) -> dict:
@@ -90,8 +75,8 @@ def test_one_http_leg_is_one_server_answering_its_calls_in_order(
     assert starts == ["start"]
 
 
-def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_modules: Path, tmp_path: Path) -> None:
-    suite = memory_server_suite(tmp_path / "suites", memory_modules)
+def test_one_mcp_leg_is_one_session_answering_its_calls_in_order(memory_server_modules: Path, tmp_path: Path) -> None:
+    suite = memory_server_suite(tmp_path / "suites", memory_server_modules)
     workspace = tmp_path / "leg"
     stage_workspace(suite, workspace)
     registry = parse_targets((suite / "targets.toml").read_text(), "targets.toml")
@@ -163,9 +148,9 @@ def test_json_server_silent_patch_and_no_op_delete_are_caught_by_a_read_back_in_
         assert checks[("state-reset", None)][0] == checks[("clean-control", None)][0] == "satisfied"
 
 
-def test_server_memory_silent_create_is_caught_by_read_graph_in_the_same_session(memory_modules: Path, tmp_path: Path) -> None:
+def test_server_memory_silent_create_is_caught_by_read_graph_in_the_same_session(memory_server_modules: Path, tmp_path: Path) -> None:
     suites = tmp_path / "suites"
-    memory_server_suite(suites, memory_modules)
+    memory_server_suite(suites, memory_server_modules)
     # 2 sensitivity legs (create-entities), 2 control observe legs (read-graph), the clean twin, the fault leg.
     result, out = _preflight(suites, tmp_path, {"server-memory/P-001": {"legs": 6, "outcome": "passed"}})
     assert result.returncode == 0, result.stdout + result.stderr

@@ -25,10 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.npm_memory import NpmInstallFailed, install_json_server, install_memory_server
 from tests.npm_suites import json_server_suite, memory_pass_suite
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("npm-protocol")]
+pytestmark = pytest.mark.slow
 
 EQ = [sys.executable, "-m", "evalquality_core"]
 
@@ -44,22 +43,8 @@ def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[st
     return proc
 
 
-@pytest.fixture(scope="session")
-def json_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The installed ``node_modules`` of json-server 0.17.4 (once per session)."""
-    try:
-        return install_json_server(tmp_path_factory.mktemp("npm-json-server"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install json-server for this test: {failed}", pytrace=False)
 
 
-@pytest.fixture(scope="session")
-def memory_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The installed ``node_modules`` of server-memory (once per session)."""
-    try:
-        return install_memory_server(tmp_path_factory.mktemp("npm-server-memory"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install server-memory for this test: {failed}", pytrace=False)
 
 
 def score(suite: Path, probe: str, out: Path) -> dict[str, Any]:

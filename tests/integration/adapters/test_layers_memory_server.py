@@ -17,21 +17,14 @@ from evalquality_core.artifacts.port_messages import observation_to_wire
 from evalquality_core.probe.targets import parse_targets
 from evalquality_core.suite.layers import LayerStore
 from evalquality_core.suite.staging import check_layers, stage_workspace, staged_digests
-from tests.npm_memory import NpmInstallFailed, install_memory_server, memory_suite
+from tests.npm_memory import memory_suite
 
 # One real npm install per session fixture: both tests on one worker install it once (--dist loadgroup).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("npm-memory-server")]
+pytestmark = pytest.mark.slow
 
 NODE = shutil.which("node")
 
 
-@pytest.fixture(scope="session")
-def memory_server_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The installed ``node_modules`` of the real package (once per session)."""
-    try:
-        return install_memory_server(tmp_path_factory.mktemp("npm-server-memory"))
-    except NpmInstallFailed as failed:
-        pytest.fail(f"could not install the real MCP server for this test: {failed}", pytrace=False)
 
 
 def call(suite: Path, store: LayerStore, workspace: Path, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
