@@ -101,7 +101,7 @@ from flows.lifecycle import (
     start_flow_main,
 )
 from flows.mutant_trials import TrialSpend, run_mutant_trials, trials_line
-from flows.settings import flow_run_settings
+from flows.settings import choose_suites, flow_run_settings
 from flows.watch import tag_flow_run
 from tasks.leg_cache import LEG_CACHE_FAULT_PATH, LegCacheUnusable, close_leg_cache
 from tasks.mutants import (
@@ -698,6 +698,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse flags, run the flow, print one line per suite and the cost line."""
     args = _parser().parse_args(argv)
+    choose_suites(args.suites)  # the defaults (home, out) follow the suites folder, as the other flows'
     settings = start_flow_main(PROG, args.concurrency)
     for name, value in (("--sample", args.sample), ("--per-line", args.per_line), ("--trials-sample", args.trials_sample)):
         if value is not None and value < 1:

@@ -159,9 +159,6 @@ def _use_quiet_logging_file(prefect_home: Path) -> None:
     os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(target)
 
 
-configure_environment()
-
-
 @dataclass(frozen=True)
 class FlowSettings:
     """Where a pre-flight run reads and writes, and how many legs it runs at once."""
@@ -253,3 +250,26 @@ def load_settings() -> FlowSettings:
         concurrency=_concurrency(os.environ.get("EVALQUALITY_CONCURRENCY")),
         baseline=Path(os.environ.get("EVALQUALITY_BASELINE") or suites_dir.parent / "expected-preflight.json").resolve(),
     )
+
+
+def follow_entry_point_suites() -> None:
+    """In a flow entry process (``python -m flows.preflight ...``: flows/entry_point.py), apply its
+    ``--suites DIR`` (else ``$EVALQUALITY_SUITES``) now, at import, so that ``configure_environment``
+    puts Prefect's home beside a foreign suites folder too; a user's ``EVALQUALITY_HOME`` or
+    ``PREFECT_HOME`` still wins. Any other process (pytest, a library import, a Dask worker) is left as
+    it was. A folder that does not exist is not followed: the flow refuses it in one line, and a typo
+    must not create directories beside it."""
+    import sys
+
+    from flows.entry_point import SUITES_ENTRY_POINTS, entry_module, suites_argument
+
+    if entry_module(sys.argv, getattr(sys, "orig_argv", ()), PROJECT_ROOT) not in SUITES_ENTRY_POINTS:
+        return
+    suites = suites_argument(sys.argv[1:])
+    if Path(suites or os.environ.get("EVALQUALITY_SUITES") or CHECKOUT_SUITES).is_dir():
+        choose_suites(suites)
+
+
+# Before Prefect is imported anywhere (flows/__init__.py imports this module first).
+follow_entry_point_suites()
+configure_environment()
