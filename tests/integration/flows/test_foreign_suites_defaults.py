@@ -1,28 +1,36 @@
 """A suites folder of the user's own (``--suites DIR`` outside the checkout's corpus/suites) keeps its
 baseline, outputs and state beside itself: ``--update-baseline`` without ``--baseline`` never writes the
-checkout's ``corpus/expected-*.json`` (README "Flows on your own suites folder"). Real flow processes,
-no ``EVALQUALITY_HOME`` (the default is what is under test), a fresh ``PREFECT_HOME``."""
+checkout's ``corpus/expected-*.json`` (docs/how-to/preflight.md "Your own suites folder"). Real flow
+processes, no ``EVALQUALITY_HOME`` (the default is what is under test), a fresh ``PREFECT_HOME``; and
+with no ``PREFECT_HOME`` either, Prefect's own database follows the suites folder too
+(flows/entry_point.py, read at import)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.prefect_db import seed_prefect_home
+from tests.prefect_db import DATABASE, seed_prefect_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CORPUS = PROJECT_ROOT / "corpus"
 
 
-def _flow(module: str, args: list[str], prefect_home: Path, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def _flow(module: str, args: list[str], prefect_home: Path | None, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` with no ``PREFECT_*``/``EVALQUALITY_*`` of this test process; ``PREFECT_HOME``
+    only when ``prefect_home`` is given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
-    env.update({"PREFECT_HOME": str(prefect_home), "PREFECT_LOGGING_LEVEL": "WARNING",
+    env.pop("XDG_CACHE_HOME", None)  # ~/.cache is then under the HOME a test gives
+    if prefect_home is not None:
+        env["PREFECT_HOME"] = str(prefect_home)
+    env.update({"PREFECT_LOGGING_LEVEL": "WARNING",
                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
                 "EVALQUALITY_PROGRESS_SECONDS": "0", "EVALQUALITY_CONCURRENCY": "2", **extra})
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True,
@@ -72,3 +80,82 @@ def test_update_baseline_on_a_foreign_suites_folder_writes_beside_it_never_into_
     assert (out / "my-notes").is_dir() and set(json.loads(baseline.read_text())["probes"]) == set(
         json.loads((work / "expected-preflight.json").read_text())["probes"])
     assert (chosen / "leg-cache").is_dir()
+
+
+CHECKOUT_PREFECT = PROJECT_ROOT / ".evalquality" / "prefect"
+
+
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its mtime and size ({} when the folder is absent)."""
+    return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
+            for p in sorted(folder.rglob("*")) if p.is_file()} if folder.is_dir() else {}
+
+
+def _flow_runs(prefect_home: Path) -> list[str]:
+    """The names of the flows whose runs the Prefect database in ``prefect_home`` records."""
+    with sqlite3.connect(f"file:{prefect_home / DATABASE}?mode=ro", uri=True) as db:
+        return [name for (name,) in db.execute("SELECT flow.name FROM flow_run JOIN flow ON flow.id = flow_run.flow_id")]
+
+
+@pytest.mark.slow
+def test_prefect_database_follows_a_foreign_suites_folder_unless_prefect_home_is_given(
+    mine: dict[str, Path], migrated_prefect_db: Path, tmp_path: Path,
+) -> None:
+    suites, work = mine["suites"], mine["work"]
+    beside = work / ".evalquality" / "prefect"
+    # A machine that has run Prefect before: a migrated database (no minute of migrations); the runs it
+    # records below show which database the flow's embedded server (a child process) wrote.
+    seed_prefect_home(beside, migrated_prefect_db)
+    runs_before = _flow_runs(beside).count("preflight")
+    home = tmp_path / "home"  # HOME, so ~/.cache and ~/.prefect would be in tmp too
+    home.mkdir()
+    checkout_before = _listing(CHECKOUT_PREFECT)
+    done = _flow("flows.preflight", ["--suites", str(suites), "--update-baseline"], None, cwd=tmp_path, HOME=str(home))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert _flow_runs(beside).count("preflight") == runs_before + 1, "the run is not in <suites>/../.evalquality/prefect"
+    assert _listing(CHECKOUT_PREFECT) == checkout_before, "the checkout's .evalquality/prefect changed"
+    assert sorted(p.name for p in home.iterdir()) == [], "the run wrote under HOME"
+    # PREFECT_HOME given: that database records the run, the one beside the suites does not.
+    chosen = mine["prefect"]
+    chosen_before = _flow_runs(chosen).count("preflight")
+    again = _flow("flows.preflight", [f"--suites={suites}", "--from-cache"], chosen, cwd=tmp_path, HOME=str(home))
+    assert again.returncode == 0, (again.stdout[-2000:], again.stderr[-2000:])
+    assert _flow_runs(chosen).count("preflight") == chosen_before + 1
+    assert _flow_runs(beside).count("preflight") == runs_before + 1
+    assert _listing(CHECKOUT_PREFECT) == checkout_before
+
+
+def _prefect_home_of(module: str, args: list[str], cwd: Path, **extra: str) -> None:
+    """Start ``python -m module args --help``: the flow modules' import runs, argparse prints and exits 0."""
+    done = _flow(module, [*args, "--help"], None, cwd=cwd, **extra)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_only_a_flow_entry_point_with_an_existing_suites_folder_moves_prefect_home(tmp_path: Path) -> None:
+    """The import-time rule (flows/entry_point.py) in real processes, without running a flow: an entry
+    module's ``--suites DIR`` and ``--suites=DIR`` move Prefect's home (its logging file is written there
+    at import); a chosen ``EVALQUALITY_HOME`` wins; a missing folder and a non-entry process do not."""
+    suites = tmp_path / "work" / "suites"
+    suites.mkdir(parents=True)
+    beside = tmp_path / "work" / ".evalquality" / "prefect"
+    _prefect_home_of("flows.preflight", [f"--suites={suites}"], tmp_path, HOME=str(tmp_path))
+    assert (beside / "evalquality-logging.yml").is_file()
+    shutil.rmtree(beside)
+    _prefect_home_of("flows.mutants", ["--suites", "work/suites"], tmp_path, HOME=str(tmp_path))  # relative to cwd
+    assert (beside / "evalquality-logging.yml").is_file()
+    shutil.rmtree(tmp_path / "work" / ".evalquality")
+    chosen = tmp_path / "chosen"
+    _prefect_home_of("flows.contract_strength", ["--suites", str(suites)], tmp_path, HOME=str(tmp_path),
+                     EVALQUALITY_HOME=str(chosen))
+    assert (chosen / "prefect" / "evalquality-logging.yml").is_file()
+    assert not (tmp_path / "work" / ".evalquality").exists()
+    # A typo is refused by the flow later; at import it creates nothing beside the folder it names.
+    _prefect_home_of("flows.preflight", ["--suites", str(tmp_path / "nowhere" / "suites")], tmp_path, HOME=str(tmp_path))
+    assert not (tmp_path / "nowhere").exists()
+    # Not an entry point (a library import): the checkout's default, whatever its arguments say.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
+    shown = subprocess.run([sys.executable, "-c", "import flows, os; print(os.environ['PREFECT_HOME'])",
+                            "--suites", str(suites)], cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert shown.stdout.strip() == str(CHECKOUT_PREFECT)
+    assert not (tmp_path / "work" / ".evalquality").exists()
