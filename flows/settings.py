@@ -20,12 +20,16 @@ Prefect's flow-run heartbeats off (below).
 | ``EVALQUALITY_OUT`` | ``<home>/preflight`` |
 | ``EVALQUALITY_CONCURRENCY`` | ``8`` (legs in flight at once) |
 | ``EVALQUALITY_BASELINE`` | ``<suites>/../expected-preflight.json`` (the checkout: ``corpus/expected-preflight.json``) |
-
-So a suites folder of the user's own keeps its baseline, outputs, leg cache and workspaces beside it and
-never writes into the checkout. Prefect's own database stays under ``PREFECT_HOME``, fixed when this
-module is imported (before any ``--suites`` is parsed): set ``EVALQUALITY_HOME`` or ``PREFECT_HOME`` to
-move it too.
 | ``EVALQUALITY_LEG_CACHE`` | unset: diskcache under ``<home>/leg-cache``; ``postgresql://user@host/db``: shared |
+| ``PREFECT_HOME`` | ``<home>/prefect``, the home as above, beside a foreign ``--suites`` too (below) |
+
+So a suites folder of the user's own keeps its baseline, outputs, leg cache, workspaces and Prefect's
+database beside it and never writes into the checkout. ``PREFECT_HOME`` is fixed when this module is
+imported, before argparse runs, so the suites folder is read from the command line here: only in a flow
+entry process (``python -m flows.preflight|contract_strength|mutants``: flows/entry_point.py), from its
+``--suites DIR`` / ``--suites=DIR`` (else ``$EVALQUALITY_SUITES``), and only when that folder exists
+(``follow_entry_point_suites``). Every process the flow starts inherits the resulting variables; any
+other process importing ``flows`` (pytest, a library import, a Dask worker) keeps the home it had.
 """
 
 from __future__ import annotations
