@@ -159,3 +159,29 @@ def test_only_a_flow_entry_point_with_an_existing_suites_folder_moves_prefect_ho
                            capture_output=True, text=True, timeout=120, check=True)
     assert shown.stdout.strip() == str(CHECKOUT_PREFECT)
     assert not (tmp_path / "work" / ".evalquality").exists()
+
+
+@pytest.mark.parametrize(("argv", "orig_argv", "module"), [
+    (["-m", "--suites", "s"], ["py", "-m", "flows.preflight", "--suites", "s"], "flows.preflight"),
+    (["-m", "--suites", "s"], ["py", "-W", "ignore", "-Im", "flows.mutants", "--suites", "s"], "flows.mutants"),
+    (["-m", "x"], ["py", "-mflows.contract_strength", "x"], "flows.contract_strength"),
+    ([str(PROJECT_ROOT / "flows" / "preflight.py"), "--suites", "s"], ["py", "flows/preflight.py"], "flows.preflight"),
+    (["-c", "--suites", "s"], ["py", "-c", "import flows", "--suites", "s"], None),
+    (["/elsewhere/flows/preflight.py"], ["py", "/elsewhere/flows/preflight.py"], None),
+    ([], [], None),
+])
+def test_the_entry_module_is_read_from_the_command_line(argv: list[str], orig_argv: list[str], module: str | None) -> None:
+    from flows.entry_point import entry_module
+
+    assert entry_module(argv, orig_argv, PROJECT_ROOT) == module
+
+
+@pytest.mark.parametrize(("arguments", "suites"), [
+    (["--suites", "a"], "a"), (["--suites=a"], "a"), (["--suites", "a", "--suites=b"], "b"),
+    (["--suites"], None), (["--suites", "--force"], None), (["--suites="], None), (["--", "--suites", "a"], None),
+    (["--suite", "a"], None), (["--suites-x", "a"], None),
+])
+def test_the_suites_flag_is_read_as_argparse_reads_it(arguments: list[str], suites: str | None) -> None:
+    from flows.entry_point import suites_argument
+
+    assert suites_argument(arguments) == suites
