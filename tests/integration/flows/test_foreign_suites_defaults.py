@@ -149,16 +149,36 @@ def test_only_a_flow_entry_point_with_an_existing_suites_folder_moves_prefect_ho
                      EVALQUALITY_HOME=str(chosen))
     assert (chosen / "prefect" / "evalquality-logging.yml").is_file()
     assert not (tmp_path / "work" / ".evalquality").exists()
-    # A typo is refused by the flow later; at import it creates nothing beside the folder it names.
-    _prefect_home_of("flows.preflight", ["--suites", str(tmp_path / "nowhere" / "suites")], tmp_path, HOME=str(tmp_path))
-    assert not (tmp_path / "nowhere").exists()
-    # Not an entry point (a library import): the checkout's default, whatever its arguments say.
+    # Not an entry point (a library import): the home stays the checkout's default, whatever the arguments
+    # say. (PREFECT_HOME in tmp, so that this process writes nothing into the checkout.)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
-    shown = subprocess.run([sys.executable, "-c", "import flows, os; print(os.environ['PREFECT_HOME'])",
-                            "--suites", str(suites)], cwd=tmp_path, env={**env, "HOME": str(tmp_path)},
+    shown = subprocess.run([sys.executable, "-c", "import flows, os; print(os.environ['EVALQUALITY_HOME'])",
+                            "--suites", str(suites)], cwd=tmp_path,
+                           env={**env, "HOME": str(tmp_path), "PREFECT_HOME": str(tmp_path / "p")},
                            capture_output=True, text=True, timeout=120, check=True)
-    assert shown.stdout.strip() == str(CHECKOUT_PREFECT)
+    assert shown.stdout.strip() == str(PROJECT_ROOT / ".evalquality")
     assert not (tmp_path / "work" / ".evalquality").exists()
+
+
+def test_a_suites_folder_that_does_not_exist_is_not_followed_at_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In process (a child's default would write into the checkout): the rule applied to a script entry's
+    command line moves the home beside an existing folder, and leaves it unset for a mistyped one, which
+    the flow then refuses in one line (exit 64) without a directory created beside it."""
+    from flows.settings import follow_entry_point_suites
+
+    (tmp_path / "work" / "suites").mkdir(parents=True)
+    for name in ("EVALQUALITY_HOME", "EVALQUALITY_SUITES"):  # restored after the test, set or not
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    script = str(PROJECT_ROOT / "flows" / "preflight.py")
+    monkeypatch.setattr(sys, "argv", [script, "--suites", str(tmp_path / "work" / "typo")])
+    follow_entry_point_suites()
+    assert "EVALQUALITY_HOME" not in os.environ and "EVALQUALITY_SUITES" not in os.environ
+    monkeypatch.setattr(sys, "argv", [script, "--suites", str(tmp_path / "work" / "suites")])
+    follow_entry_point_suites()
+    assert os.environ["EVALQUALITY_HOME"] == str(tmp_path / "work" / ".evalquality")
 
 
 @pytest.mark.parametrize(("argv", "orig_argv", "module"), [
