@@ -205,3 +205,25 @@ def test_the_suites_flag_is_read_as_argparse_reads_it(arguments: list[str], suit
     from flows.entry_point import suites_argument
 
     assert suites_argument(arguments) == suites
+
+
+@pytest.mark.slow
+def test_dask_workers_of_a_foreign_suites_run_keep_to_its_prefect_home(
+    mine: dict[str, Path], migrated_prefect_db: Path, tmp_path: Path,
+) -> None:
+    """``flows.contract_strength --task-runner dask``: the run is recorded beside the suites folder, and its
+    Dask worker processes (which import ``flows`` themselves) inherit that home: nothing appears in the
+    checkout's ``.evalquality/prefect`` nor under HOME."""
+    beside = seed_prefect_home(mine["work"] / ".evalquality" / "prefect", migrated_prefect_db)
+    runs_before = _flow_runs(beside).count("contract-strength")
+    home = tmp_path / "home"
+    home.mkdir()
+    checkout_before = _listing(CHECKOUT_PREFECT)
+    done = _flow("flows.contract_strength", ["--suites", str(mine["suites"]), "--task-runner", "dask",
+                                             "--update-baseline"], None, cwd=tmp_path, HOME=str(home))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    # (That --task-runner dask runs on DaskTaskRunner: tests/integration/flows/test_contract_strength.py.)
+    assert (mine["work"] / ".evalquality" / "contract-strength" / "my-notes" / "contract-strength.json").is_file()
+    assert _flow_runs(beside).count("contract-strength") == runs_before + 1
+    assert _listing(CHECKOUT_PREFECT) == checkout_before, "the checkout's .evalquality/prefect changed"
+    assert sorted(p.name for p in home.iterdir()) == [], "a process of the run wrote under HOME"
