@@ -227,3 +227,24 @@ def test_dask_workers_of_a_foreign_suites_run_keep_to_its_prefect_home(
     assert _flow_runs(beside).count("contract-strength") == runs_before + 1
     assert _listing(CHECKOUT_PREFECT) == checkout_before, "the checkout's .evalquality/prefect changed"
     assert sorted(p.name for p in home.iterdir()) == [], "a process of the run wrote under HOME"
+
+
+@pytest.mark.slow
+def test_mutants_on_a_foreign_suites_folder_keep_state_and_prefect_beside_it(
+    mine: dict[str, Path], migrated_prefect_db: Path, tmp_path: Path,
+) -> None:
+    """``flows.mutants --suites DIR`` follows the suites folder like the other flows: leg cache, workspaces,
+    default ``--out`` and Prefect's database under ``DIR/../.evalquality``."""
+    state = mine["work"] / ".evalquality"
+    beside = seed_prefect_home(state / "prefect", migrated_prefect_db)
+    runs_before = _flow_runs(beside).count("mutants")
+    home = tmp_path / "home"
+    home.mkdir()
+    checkout_before = _listing(CHECKOUT_PREFECT)
+    done = _flow("flows.mutants", ["--suites", str(mine["suites"]), "--sample", "1", "--no-coverage"], None,
+                 cwd=tmp_path, HOME=str(home))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert (state / "mutants" / "my-notes").is_dir() and (state / "leg-cache").is_dir()
+    assert _flow_runs(beside).count("mutants") == runs_before + 1
+    assert _listing(CHECKOUT_PREFECT) == checkout_before, "the checkout's .evalquality/prefect changed"
+    assert sorted(p.name for p in home.iterdir()) == [], "the run wrote under HOME"
