@@ -34,14 +34,27 @@ def starter_of(kind: str) -> Path:
     return STARTERS_ROOT / kind
 
 
+#: Files a starter takes from another starter instead of shipping a copy: the agent stand-in answers as
+#: the cli starter's notes system, so it reuses that file.
+BORROWED: dict[str, tuple[tuple[str, str], ...]] = {"agent": (("cli", "system/notes.py"),)}
+
+
+def copy_starter(kind: str, destination: Path) -> Path:
+    """Copy the ``kind`` starter (with the files it borrows, ``BORROWED``) into ``destination``; return it."""
+    shutil.copytree(starter_of(kind), destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    for lender, name in BORROWED.get(kind, ()):
+        shutil.copyfile(starter_of(lender) / name, Path(destination) / name)
+    return Path(destination)
+
+
 def init_suite(destination: Path, *, kind: str = "cli", jobs: int = 4) -> list[Path]:
     """Write the ``kind`` starter suite into ``destination`` (new, or an empty folder), generate its
     evidence and derived probe fields, and store its trials. Returns the files and trial folders written."""
-    starter = starter_of(kind)
+    starter_of(kind)  # an unknown kind is refused before anything is written
     destination = Path(destination)
     if destination.exists() and (not destination.is_dir() or any(destination.iterdir())):
         raise SuiteError(f"{destination}: already exists and is not an empty folder; `suite init` never overwrites")
-    shutil.copytree(starter, destination, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    copy_starter(kind, destination)
     out = Output()
     generate_suite(destination, out, jobs)
     written = write_files(out)

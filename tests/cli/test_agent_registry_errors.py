@@ -3,12 +3,11 @@ the file, the table and the key on one line, exit 2, no traceback."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from evalquality_core.suite.init import starter_of
+from evalquality_core.suite.init import copy_starter
 from tests.cli.test_suite_commands import eq, one_line
 
 
@@ -21,7 +20,7 @@ from tests.cli.test_suite_commands import eq, one_line
 def test_a_bad_agent_key_is_one_line_naming_file_table_and_key(
     tmp_path: Path, find: str, replace: str, names: list[str]
 ) -> None:
-    suite = Path(shutil.copytree(starter_of("agent"), tmp_path / "mine"))
+    suite = copy_starter("agent", tmp_path / "mine")
     registry = suite / "targets.toml"
     text = registry.read_text()
     assert text.count(find) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +193,14 @@ def test_each_kinds_starter_is_its_corpus_suite_cut_down(kind: str, corpus_suite
         assert (starter / name).read_bytes() == (source / name).read_bytes(), (kind, name)
     classes = sorted(read(p)["probeClass"] for p in (starter / "probes").glob("P-*.json"))
     assert {"defect", "zero-action"} <= set(classes), kind
+
+
+def test_the_agent_starter_borrows_the_cli_starters_notes_system(tmp_path: Path) -> None:
+    """The stand-in agent answers as the cli starter's notes system: ``copy_starter`` gives it that file,
+    byte for byte, and the package ships no second copy."""
+    from evalquality_core.suite.init import copy_starter, starter_of
+
+    assert not (starter_of("agent") / "system" / "notes.py").exists()
+    suite = copy_starter("agent", tmp_path / "agent")
+    assert (suite / "system" / "notes.py").read_bytes() == (starter_of("cli") / "system" / "notes.py").read_bytes()
+    assert (suite / "system" / "agent.py").is_file()
