@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def _streams(stdin: bytes) -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
+def streams(stdin: bytes = b"") -> Iterator[tuple[io.BytesIO, io.BytesIO]]:
+    """The standard streams swapped for byte buffers (stdin holds ``stdin``); yields (stdout, stderr)."""
     out, err = io.BytesIO(), io.BytesIO()
     saved = sys.stdin, sys.stdout, sys.stderr
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
@@ -38,6 +39,6 @@ def run_in_process(*args: str, stdin: bytes = b"") -> subprocess.CompletedProces
     """The CLI's exit code, stdout and stderr bytes for ``args``, as ``subprocess.run`` would give them."""
     from evalquality_core.cli.main import main
 
-    with _streams(stdin) as (out, err):
+    with streams(stdin) as (out, err):
         code = main(list(args))
     return subprocess.CompletedProcess(["eval-quality", *args], code, out.getvalue(), err.getvalue())

@@ -1,7 +1,9 @@
 """The two test tiers (issue 35): the folder decides.
 
 Everything under ``tests/integration/`` is the integration tier: tests that run a Prefect flow, start a
-server or a cluster (HTTP, PostgreSQL, Prefect) or install from a package registry. Everything else is
+server or a cluster (HTTP, PostgreSQL, Prefect), install from a package registry, or run whole suites end
+to end through the CLI (``suite init|generate|trials|check`` workflows, the corpus generator's ``--check``:
+hundreds of real legs each). Everything else is
 the quick tier, a developer's loop: ``python -m pytest --ignore=tests/integration``
 (docs/how-to/run-the-tests.md). The whole suite, ``python -m pytest``, runs both.
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalquality_core.suite.init import copy_starter
-from tests.cli.test_suite_commands import eq, one_line
+from tests.cli.suite_cli import eq, one_line
 
 
 @pytest.mark.parametrize(("find", "replace", "names"), [

@@ -1,7 +1,11 @@
 """Bad input gets one clear line and the documented exit code, and nothing is lost (non-negotiable 4).
 
-Every row drives a command as a user would: a real child process, given one broken input while
-every other input is valid (the notes suite's stored trials of P-001). Each row asserts the exit
+Every row drives a command as a user would, given one broken input while every other input is valid
+(the notes suite's stored trials of P-001). The first row of each command runs it as a real child
+process (the console boundary: imports, the top-level handler, stdin closed); the other rows are about
+what the command decides and run the same entry point in the test process (``tests/cli_in_process.py``),
+which saves a child interpreter's ~0.6 s of CPU per row. The legs a ``probe`` or a corpus tool runs are
+real child processes either way. Each row asserts the exit
 code (preflight-adapter.md §7.4: 3 invalid, 4 structural or refused aggregation, 5 runtime fault,
 64 usage; for the corpus tools harness.md A.10's 2 "could not run"), that stderr is exactly one
 line in the documented shape naming what and where, and that no traceback is printed. The
@@ -12,6 +16,7 @@ corpus-tool rows check the suite's stored trials and evidence are unchanged.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -22,8 +27,12 @@ from typing import Any
 
 import pytest
 
+from corpus.tools.evaluator import main as evaluator_main
+from corpus.tools.generate import main as generate_main
+from evalquality_core.cli.main import main as evalquality_main
 from evalquality_core.suite.load import tree_digest
 from tests.adapters.command_subject import FIXTURES, request
+from tests.cli_in_process import streams
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NOTES = PROJECT_ROOT / "corpus" / "suites" / "notes"
@@ -37,6 +46,33 @@ def run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.Complete
     return subprocess.run(
         [sys.executable, *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
+
+
+#: The ``-m`` modules rows run, and their entry points (each returns its exit code).
+ENTRY_POINTS: dict[str, Callable[[list[str]], int]] = {
+    "evalquality_core": lambda argv: evalquality_main(argv),
+    "corpus.tools.generate": lambda argv: generate_main(argv),
+    "corpus.tools.evaluator": lambda argv: evaluator_main(argv),
+}
+
+
+def run_row(argv: list[str], cwd: Path, *, child: bool, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m <module> ...`` (``argv`` starts with ``-m``): a child process when ``child``, else the
+    module's entry point in this process, in ``cwd``, with stdin empty and the streams captured."""
+    if child:
+        return run(argv, cwd, timeout)
+    assert argv[0] == "-m", argv
+    previous = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with streams() as (out, err):
+            try:
+                code = ENTRY_POINTS[argv[1]](argv[2:])
+            except SystemExit as exit_:  # argparse's usage errors exit (corpus tools' ToolArgumentParser)
+                code = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(previous)
+    return subprocess.CompletedProcess(argv, code, out.getvalue().decode(), err.getvalue().decode())
 
 
 def assert_one_line(proc: subprocess.CompletedProcess[str], code: int, prefix: str, names: tuple[str, ...]) -> str:
@@ -149,7 +185,7 @@ def test_score_bad_input(row: Row, tmp_path: Path) -> None:
     out = tmp_path / "evidence-artifact.json"
     out.write_bytes(SENTINEL)
     given = {"out": str(out), **score_inputs(), **row.change(tmp_path)}
-    proc = run(["-m", "evalquality_core", "score", *flags(given)], tmp_path)
+    proc = run_row(["-m", "evalquality_core", "score", *flags(given)], tmp_path, child=row is SCORE_ROWS[0])
     assert_one_line(proc, row.code, "eval-quality: ", row.names)
     assert proc.stdout == ""
     assert out.read_bytes() == SENTINEL
@@ -202,7 +238,7 @@ def test_aggregate_strength_bad_input(row: Row, evidence: Path, tmp_path: Path) 
         "out": str(out),
         **row.change(tmp_path),
     }
-    proc = run(["-m", "evalquality_core", "aggregate-strength", *flags(given)], tmp_path)
+    proc = run_row(["-m", "evalquality_core", "aggregate-strength", *flags(given)], tmp_path, child=row is AGGREGATE_ROWS[0])
     assert_one_line(proc, row.code, "eval-quality: ", row.names)
     assert out.read_bytes() == SENTINEL
 
@@ -289,7 +325,7 @@ def test_probe_bad_input(row: Row, tmp_path: Path) -> None:
         "out": str(out),
         **row.change(tmp_path),
     }
-    proc = run(["-m", "evalquality_core", "probe", *flags(given)], tmp_path, timeout=60)
+    proc = run_row(["-m", "evalquality_core", "probe", *flags(given)], tmp_path, child=row is PROBE_ROWS[0], timeout=60)
     assert_one_line(proc, row.code, "eval-quality: ", row.names)
     assert out.read_bytes() == SENTINEL
 
@@ -386,7 +422,7 @@ def test_corpus_tools_bad_suite(tool: str, row: SuiteRow, tmp_path: Path) -> Non
     suite = suite_copy(tmp_path, tool)
     row.change(suite)
     before = tree_digest(suite)
-    proc = run([*TOOLS[tool], "--suite", str(suite)], PROJECT_ROOT, timeout=300)
+    proc = run_row([*TOOLS[tool], "--suite", str(suite)], PROJECT_ROOT, child=row is SUITE_ROWS[0], timeout=300)
     assert_one_line(proc, 2, f"{tool}: ", row.names)
     assert tree_digest(suite) == before  # nothing written, and set-aside trials put back byte for byte
 
@@ -403,7 +439,7 @@ TOOL_USAGE_ROWS = [
 @pytest.mark.parametrize(("tool", "argv", "names"), TOOL_USAGE_ROWS, ids=[" ".join([t, *a]) for t, a, _ in TOOL_USAGE_ROWS])
 def test_corpus_tools_usage(tool: str, argv: list[str], names: tuple[str, ...]) -> None:
     """A usage error of a corpus tool is one line (not argparse's usage block) and exit 2."""
-    proc = run([*TOOLS[tool][:2], *argv], PROJECT_ROOT)
+    proc = run_row([*TOOLS[tool][:2], *argv], PROJECT_ROOT, child=(tool, argv) == TOOL_USAGE_ROWS[0][:2])
     assert_one_line(proc, 2, f"{tool}: ", names)
 
 

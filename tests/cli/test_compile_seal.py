@@ -150,12 +150,21 @@ BAD_INPUTS: list[tuple[str, bytes, int, str]] = [
 ]
 
 
+#: Bad inputs also given to a real child process: the first, and the deep nesting (a recursion limit
+#: reached there must not kill the interpreter); the rest are the same decision, made in process.
+CHILD_BAD_INPUTS = {"malformed", "deep"}
+
+
 def test_bad_input_is_one_line_never_a_traceback() -> None:
-    # compile for every bad input, seal for every third (the reading path is shared); run side by side.
+    # compile for every bad input, seal for every third (the reading path is shared). The rows in
+    # CHILD_BAD_INPUTS run as child processes side by side; every row also runs in process.
     jobs = [("compile", *bad) for bad in BAD_INPUTS] + [("seal", *bad) for bad in BAD_INPUTS[::3]]
+    children = [job for job in jobs if job[1] in CHILD_BAD_INPUTS]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda job: run(job[0], stdin=job[2]), jobs))
-    for (command, name, _, exit_code, code), result in zip(jobs, results, strict=True):
+        child_results = list(pool.map(lambda job: run(job[0], stdin=job[2]), children))
+    in_process = [run_in_process(job[0], stdin=job[2]) for job in jobs]
+    for (command, name, _, exit_code, code), result in [*zip(children, child_results, strict=True),
+                                                        *zip(jobs, in_process, strict=True)]:
         assert result.returncode == exit_code, (command, name)
         assert one_line(result).startswith(f"eval-quality: {code}: EvalContract"), (command, name)
         assert result.stdout == b""
@@ -175,7 +184,8 @@ def test_bad_input_is_one_line_never_a_traceback() -> None:
     ids=["unknown-flag", "missing-value", "flag-with-value", "positional", "missing-file", "empty-value", "two-values"],
 )
 def test_usage_errors_exit_64(args: list[str]) -> None:
-    result = run("compile", *args)
+    # A usage error is the command's decision: in process, save the first (a real child process).
+    result = run("compile", *args) if args == ["--bogus"] else run_in_process("compile", *args)
     assert result.returncode == 64
     assert one_line(result).startswith("eval-quality: usage: ")
 

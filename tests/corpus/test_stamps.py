@@ -49,7 +49,7 @@ def artifacts_under(*roots: Path) -> list[Path]:
 
 def _artifacts() -> list[Path]:
     # The starter's probes hold only the hand-written fields (``suite init`` generates the rest, and
-    # tests/cli/test_suite_commands.py holds what it writes to this same rule); its contract is whole.
+    # tests/integration/cli/test_suite_commands.py holds what it writes to this same rule); its contract is whole.
     starters = [path for kind in sorted(STARTERS.iterdir()) for path in (kind / "contract.json", kind / "scoring-policy.json")]
     return [*artifacts_under(SUITES), *starters, CORPUS_POLICY]
 

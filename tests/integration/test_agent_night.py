@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_suite_commands import eq
+from tests.cli.suite_cli import eq
 from tests.prefect_db import seed_prefect_home
 
 pytestmark = pytest.mark.slow

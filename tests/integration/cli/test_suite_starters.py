@@ -1,5 +1,5 @@
 """``eval-quality suite init DIR --kind http|mcp``: a working starter per kind of system (an HTTP service,
-a stdio tool server), held to what the cli starter is held to (tests/cli/test_suite_commands.py) and
+a stdio tool server), held to what the cli starter is held to (tests/integration/cli/test_suite_commands.py) and
 pre-flighted by the real flow; and ``{workspace}`` in a tool server's ``server_environment``. Real child
 processes, in temporary folders outside the checkout, with their own EVALQUALITY_HOME and PREFECT_HOME."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_suite_commands import eq, one_line
+from tests.cli.suite_cli import eq, one_line
 from tests.prefect_db import seed_prefect_home
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]

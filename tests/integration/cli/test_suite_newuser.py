@@ -14,7 +14,7 @@ import pytest
 
 from evalquality_core.suite.load import tree_digest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 SUITES = PROJECT_ROOT / "corpus" / "suites"
 EQ = [sys.executable, "-m", "evalquality_core"]
 

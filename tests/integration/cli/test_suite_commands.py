@@ -5,38 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evalquality_core.coverage.rules import COVERAGE_RULES
 from evalquality_core.suite.load import corpus_digest
+from tests.cli.suite_cli import eq, one_line
 
 # The module fixture (``suite init``) serves every test here: one worker builds it once (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("suite-commands")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-EQ = [sys.executable, "-m", "evalquality_core"]
-
-
-def eq(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``eval-quality <args>`` as a child process in ``cwd``."""
-    return subprocess.run([*EQ, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def one_line(proc: subprocess.CompletedProcess[str], code: int, *names: str) -> str:
-    """Exactly one stderr line, the exit code, no traceback, and every name in the line."""
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == code, (proc.returncode, proc.stderr)
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    for name in names:
-        assert name in lines[0], (name, lines[0])
-    return lines[0]
-
-
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``suite init`` once, in a folder outside the checkout; tests copy it before changing anything."""
