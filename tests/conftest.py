@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bytecode import pytest_sessionstart  # noqa: F401 (compiles our packages once per session)
 from tests.postgres_cluster import Cluster, throwaway_cluster
 from tests.prefect_db import migrated_database
 from tests.tiers import pytest_collection_modifyitems, pytest_configure  # noqa: F401 (the tiers' hooks)
