@@ -15,8 +15,8 @@ corpus-tool rows check the suite's stored trials and evidence are unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -50,9 +50,9 @@ def run(argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.Complete
 
 #: The ``-m`` modules rows run, and their entry points (each returns its exit code).
 ENTRY_POINTS: dict[str, Callable[[list[str]], int]] = {
-    "evalquality_core": lambda argv: evalquality_main(argv),
-    "corpus.tools.generate": lambda argv: generate_main(argv),
-    "corpus.tools.evaluator": lambda argv: evaluator_main(argv),
+    "evalquality_core": evalquality_main,
+    "corpus.tools.generate": generate_main,
+    "corpus.tools.evaluator": evaluator_main,
 }
 
 
@@ -62,16 +62,11 @@ def run_row(argv: list[str], cwd: Path, *, child: bool, timeout: float = 120) ->
     if child:
         return run(argv, cwd, timeout)
     assert argv[0] == "-m", argv
-    previous = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with streams() as (out, err):
-            try:
-                code = ENTRY_POINTS[argv[1]](argv[2:])
-            except SystemExit as exit_:  # argparse's usage errors exit (corpus tools' ToolArgumentParser)
-                code = exit_.code if isinstance(exit_.code, int) else 1
-    finally:
-        os.chdir(previous)
+    with contextlib.chdir(cwd), streams() as (out, err):
+        try:
+            code = ENTRY_POINTS[argv[1]](argv[2:])
+        except SystemExit as exit_:  # argparse's usage errors exit (corpus tools' ToolArgumentParser)
+            code = exit_.code if isinstance(exit_.code, int) else 1
     return subprocess.CompletedProcess(argv, code, out.getvalue().decode(), err.getvalue().decode())
 
 
