@@ -92,10 +92,8 @@ class EmbeddedServer:
         self.stopping = threading.Event()
 
     @classmethod
-    def start(cls, environment: dict[str, str] | None = None) -> EmbeddedServer:
-        """Bind a loopback port, start the server child on it, and return at once (it boots meanwhile).
-        Its environment is this process's with Prefect's current settings, or ``environment`` as given
-        (a test's server for several flow processes, with its own ``PREFECT_HOME``)."""
+    def start(cls) -> EmbeddedServer:
+        """Bind a loopback port, start the server child on it, and return at once (it boots meanwhile)."""
         import prefect
         from prefect.settings import get_current_settings
 
@@ -105,10 +103,10 @@ class EmbeddedServer:
             listener.listen(128)  # requests sent while the server boots wait here
             port = listener.getsockname()[1]
             environment = {
-                **(os.environ if environment is None else environment),
+                **os.environ,
                 **_SERVER_ENVIRONMENT,
                 **_NO_BLOCK_REGISTRATION,
-                **({} if environment is not None else get_current_settings().to_environment_variables(exclude_unset=True)),
+                **get_current_settings().to_environment_variables(exclude_unset=True),
             }
             die_with_us = _dying_with(os.getpid())
             process = subprocess.Popen(

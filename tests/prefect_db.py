@@ -15,9 +15,19 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 DATABASE = "prefect.db"
+#: Set together to one URL, a flow process runs on that server as on one it started itself
+#: (flows/settings.py); tests/integration/conftest.py sets them to the worker's server.
+SHARED_SERVER_VARIABLES = ("PREFECT_API_URL", "EVALQUALITY_EMBEDDED_API_URL")
+
+
+def shared_server(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The worker's server variables, when set: what a test adds to a flow environment it builds without
+    this process's ``PREFECT_*`` variables, so that its flow runs on the worker's server too."""
+    return {name: environ[name] for name in SHARED_SERVER_VARIABLES if name in environ}
 
 
 def migrated_database(home: Path, template: Path) -> Path:

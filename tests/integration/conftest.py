@@ -15,10 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.npm_memory import NpmInstallFailed, install_json_server, install_memory_server
-from tests.prefect_db import seed_prefect_home
-
-#: Set together, the flows take this URL for a server they started themselves (flows/settings.py).
-SHARED_SERVER_VARIABLES = ("PREFECT_API_URL", "EVALQUALITY_EMBEDDED_API_URL")
+from tests.prefect_db import SHARED_SERVER_VARIABLES
 
 
 def _installed_once(factory: pytest.TempPathFactory, worker_id: str, name: str,
@@ -54,31 +51,69 @@ def memory_server_modules(tmp_path_factory: pytest.TempPathFactory, worker_id: s
     return _installed_once(tmp_path_factory, worker_id, "server-memory", install_memory_server)
 
 
-@pytest.fixture(scope="session")
-def worker_prefect_server(tmp_path_factory: pytest.TempPathFactory, migrated_prefect_db: Path) -> Iterator[str]:
-    """One embedded Prefect server for this worker's flow runs, started as a flow starts its own (same
-    command line, ``flows/embedded_server.py``), on a home of its own seeded with the migrated database.
-    A flow run otherwise starts and stops its own server: ~6 s of CPU each (issue 35). Stopped at the end."""
+@pytest.fixture(scope="session", autouse=True)
+def worker_prefect_server() -> Iterator[str]:
+    """One embedded Prefect server for this worker's flow runs, started as a flow starts its own
+    (``flows/embedded_server.py``) on the worker's temp ``PREFECT_HOME``; stopped at the session's end.
+
+    A flow process otherwise starts and stops a server of its own: ~6 s of CPU each, and the integration
+    tier runs about a hundred (issue 35). ``PREFECT_API_URL`` and ``EVALQUALITY_EMBEDDED_API_URL`` both
+    name it, so a flow process (they inherit ``os.environ``) runs on it *as embedded*: no UI links, no
+    heartbeats, no advice about a user's server (flows/settings.py). This process's own Prefect client
+    and its in-process flows use it too. Autouse and session-wide, so that module fixtures running flows
+    see it; a test about the server a flow starts opts out with ``own_prefect_server``."""
     from flows.embedded_server import EmbeddedServer
 
-    home = seed_prefect_home(tmp_path_factory.mktemp("worker-prefect"), migrated_prefect_db)
-    environment = {k: v for k, v in os.environ.items() if k not in SHARED_SERVER_VARIABLES}
-    server = EmbeddedServer.start({**environment, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    server = EmbeddedServer.start()
     try:
         server.wait_until_healthy(300)
+        _point_prefect_at(server.api_url)
         yield server.api_url
     finally:
+        _point_prefect_at(None)
         server.stop()
 
 
-@pytest.fixture(autouse=True)
-def shared_prefect_server(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point the flow processes this test starts (they inherit ``os.environ``) at the worker's server, as
-    embedded: no UI links, no heartbeats. A test about the server a flow starts, or about where Prefect's
-    database lives, is marked ``own_prefect_server`` and gets none; so does a test whose flow
-    environment drops every ``PREFECT_*`` variable."""
-    if request.node.get_closest_marker("own_prefect_server"):
+@pytest.fixture(scope="session")
+def migrated_prefect_db(worker_prefect_server: str, migrated_prefect_db: Path) -> Path:
+    """tests/conftest.py's, copied after the worker's server has migrated the database it copies."""
+    return migrated_prefect_db
+
+
+def _point_prefect_at(url: str | None) -> None:
+    """Set (or, None, remove) both variables, and have this process's Prefect settings follow them."""
+    import prefect.context
+
+    for name in SHARED_SERVER_VARIABLES:
+        if url is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = url
+    prefect.context.refresh_global_settings_context()
+
+
+def _without_the_worker_server(request: pytest.FixtureRequest) -> Iterator[None]:
+    """For a module or test marked ``own_prefect_server``: no worker server while it runs; restored after."""
+    if not request.node.get_closest_marker("own_prefect_server") or "PREFECT_API_URL" not in os.environ:
+        yield
         return
     url = request.getfixturevalue("worker_prefect_server")
-    for name in SHARED_SERVER_VARIABLES:
-        monkeypatch.setenv(name, url)
+    _point_prefect_at(None)
+    try:
+        yield
+    finally:
+        _point_prefect_at(url)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_prefect_server_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked ``own_prefect_server`` (``pytestmark``) runs without the worker's server, its module
+    fixtures too: its flow processes start their own, as a user's would (the embedded server's life,
+    Prefect's home, a server's global concurrency limits)."""
+    yield from _without_the_worker_server(request)
+
+
+@pytest.fixture(autouse=True)
+def own_prefect_server(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``own_prefect_server`` runs without the worker's server (as a marked module does)."""
+    yield from _without_the_worker_server(request)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.suite_cli import eq, one_line
-from tests.prefect_db import seed_prefect_home
+from tests.prefect_db import seed_prefect_home, shared_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 # The module fixture (``suite init --kind mcp``, minutes on a loaded machine) serves the mcp tests: one
@@ -66,7 +66,7 @@ def test_a_starter_of_each_kind_checks_qualifies_and_passes_the_preflight_flow(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EVALQUALITY_"))}
     env.update({"EVALQUALITY_HOME": str(tmp_path / "home"), "PREFECT_HOME": str(seed_prefect_home(
         tmp_path / "prefect", migrated_prefect_db)), "PREFECT_LOGGING_LEVEL": "WARNING", "EVALQUALITY_CONCURRENCY": "2",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "EVALQUALITY_PROGRESS_SECONDS": "0"})
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "EVALQUALITY_PROGRESS_SECONDS": "0", **shared_server()})
     baseline = tmp_path / "baseline.json"
     done = subprocess.run(
         [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(tmp_path / "out"),

@@ -32,7 +32,7 @@ def _crash(module: str, replaced: str, argv: list[str], home: Path) -> subproces
         f"sys.exit(module.main({argv!r}))\n"
     )
     env = {**os.environ, "EVALQUALITY_HOME": str(home)}
-    for name in ("PREFECT_API_URL", "EVALQUALITY_LEG_CACHE", "EVALQUALITY_SUITES"):
+    for name in ("EVALQUALITY_LEG_CACHE", "EVALQUALITY_SUITES"):
         env.pop(name, None)
     return subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env, capture_output=True, text=True,
                           timeout=300)

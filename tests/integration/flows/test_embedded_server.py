@@ -29,7 +29,8 @@ from tests.prefect_db import seed_prefect_home
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 # One worker runs the module: the flows here share its migrated Prefect database, copied once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("embedded-server")]
+# The server a flow starts is the subject: no worker server (tests/integration/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("embedded-server"), pytest.mark.own_prefect_server]
 
 #: Runs ``flows.preflight``'s main and says afterwards whether Prefect's server module was ever imported.
 MAIN = (

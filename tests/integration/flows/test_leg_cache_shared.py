@@ -22,7 +22,7 @@ import pytest
 from tasks.leg_cache import open_leg_cache
 from tests.fixtures.skill_suite import build_skill_suite, marker_events, set_delay
 from tests.postgres_cluster import Cluster
-from tests.prefect_db import seed_prefect_home
+from tests.prefect_db import seed_prefect_home, shared_server
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 PROBES = 4
@@ -43,7 +43,7 @@ def _machine(root: Path, name: str, url: str, migrated: Path) -> dict[str, str]:
     return {
         **env, "EVALQUALITY_HOME": str(home), "PREFECT_HOME": str(home / "prefect"), "EVALQUALITY_LEG_CACHE": url,
         "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120", **shared_server(),
     }
 
 

@@ -41,7 +41,8 @@ PROBES = 3
 DISTINCT_REQUESTS = 3 + PROBES
 LEGS = 6 * PROBES
 
-pytestmark = pytest.mark.slow
+# The flow's own server's end, and orphaned servers reaped at start, are asserted here: no worker server.
+pytestmark = [pytest.mark.slow, pytest.mark.own_prefect_server]
 
 
 def _command(suites: Path, out: Path, baseline: Path, *extra: str) -> list[str]:

@@ -38,7 +38,7 @@ def _good(at: str, caught: int) -> dict:
 
 def _night(corpus: Path, out: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EVALQUALITY_HOME": str(home)}
-    for name in ("EVALQUALITY_SUITES", "EVALQUALITY_STRENGTH_BASELINE", "PREFECT_API_URL", "EVALQUALITY_LEG_CACHE"):
+    for name in ("EVALQUALITY_SUITES", "EVALQUALITY_STRENGTH_BASELINE", "EVALQUALITY_LEG_CACHE"):
         env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "flows.contract_strength", "--concurrency", "2", "--suites", str(corpus / "suites"),

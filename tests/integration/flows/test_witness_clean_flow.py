@@ -45,7 +45,6 @@ def _notes_baseline(path: Path) -> Path:
 
 def _preflight(suites: Path, out: Path, baseline: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EVALQUALITY_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
-    env.pop("PREFECT_API_URL", None)
     return subprocess.run(
         [sys.executable, "-m", "flows.preflight", "--suites", str(suites), "--out", str(out),
          "--baseline", str(baseline), "--concurrency", "2"],
