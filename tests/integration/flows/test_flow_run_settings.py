@@ -22,6 +22,9 @@ from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_se
 from flows.preflight import run_preflight_flow
 from flows.settings import FlowSettings, flow_run_settings
 
+# What Prefect does with no server named (an embedded run's settings) is the subject: no worker server (tests/integration/conftest.py).
+pytestmark = pytest.mark.own_prefect_server
+
 HEARTBEAT = "prefect.flow-run.heartbeat"
 
 

@@ -19,6 +19,9 @@ import pytest
 
 from tests.prefect_db import DATABASE, seed_prefect_home
 
+# Where a run's own Prefect database lives is the subject: no worker server (tests/integration/conftest.py).
+pytestmark = pytest.mark.own_prefect_server
+
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 CORPUS = PROJECT_ROOT / "corpus"
 
