@@ -2,7 +2,8 @@
 
 The suite is ``eval-quality suite init --kind agent`` (a real child-process stand-in agent: slow, seeded
 transient failures), run by ``python -m flows.contract_strength`` with its own EVALQUALITY_HOME and
-PREFECT_HOME (embedded Prefect server, no server set up by hand). What each run did is read from the
+PREFECT_HOME, on the worker's embedded Prefect server (``shared_server()``: each run sets its vendors'
+global concurrency limits on it). What each run did is read from the
 flow's own outputs: ``agent-night.json`` (every spawned attempt), the pre-flight verdicts, stderr.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.cli.suite_cli import eq
-from tests.prefect_db import seed_prefect_home
+from tests.prefect_db import seed_prefect_home, shared_server
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def _night(tmp_path: Path, migrated: Path, suites: Path, *flags: str, out: str =
     env.update({
         "EVALQUALITY_HOME": str(tmp_path / "home"), "PREFECT_HOME": str(prefect_home),
         "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "EVALQUALITY_PROGRESS_SECONDS": "0",
+        "EVALQUALITY_PROGRESS_SECONDS": "0", **shared_server(),
     })
     return subprocess.run(
         [sys.executable, "-m", "flows.contract_strength", "--suites", str(suites), "--out", str(tmp_path / out),
